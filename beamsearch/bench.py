@@ -1,0 +1,112 @@
+"""``python -m beamsearch.bench --problem P [--kernel K ...]``: eager, torch.compile and kernels, one method.
+
+Each kernel is verified first and timed only if it passes. Every target is timed in its own child
+process by the same clock (see ``workers/clock.py``), in the same dtype, on the same seeded inputs.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from beamsearch.cli_common import add_run_options, fail, resolve_run
+from beamsearch.schema import BenchReport, BenchRow, RunSpec
+from workers.timing import BUILTIN_TARGETS, time_target
+from workers.verify import verify_kernel
+
+BASELINE_LABELS = {"eager": "PyTorch eager", "compile": "torch.compile", "compile-max-autotune": "torch.compile max-autotune"}
+
+
+def run_bench(problem: str, spec: RunSpec, kernels: list[str], baselines: list[str], console: Console | None) -> BenchReport:
+    rows: list[BenchRow] = []
+
+    def say(text: str) -> None:
+        if console is not None:
+            console.print(text, markup=False)
+
+    for target in baselines:
+        say(f"timing {BASELINE_LABELS[target]} ...")
+        rows.append(BenchRow(label=BASELINE_LABELS[target], target=target, timing=time_target(spec, target)))
+    for kernel in kernels:
+        say(f"verifying {kernel} ...")
+        verdict = verify_kernel(spec, kernel)
+        timing = None
+        if verdict.passed:
+            say(f"timing {kernel} ...")
+            timing = time_target(spec, kernel)
+        rows.append(BenchRow(label=Path(kernel).name, target=kernel, verdict=verdict, timing=timing))
+    return BenchReport(problem=problem, spec=spec, rows=rows)
+
+
+def render_report(report: BenchReport, console: Console) -> None:
+    spec = report.spec
+    by_target = {r.target: r.median_ms for r in report.rows}
+    first_timing = next((r.timing.timing for r in report.rows if r.timing and r.timing.timing), None)
+    on_gpu = bool(first_timing and first_timing.on_gpu)
+    device = first_timing.device_name if first_timing else spec.device
+    table = Table(title=f"{report.problem}\n{device}, {spec.dtype}, {spec.shapes} shapes", title_justify="left")
+    for col in ("target", "status", "median ms", "min ms", "std ms", "n", "vs eager", "vs compile"):
+        table.add_column(col, justify="left" if col in ("target", "status") else "right")
+    for row in report.rows:
+        status, t = _status(row), row.timing.timing if row.timing and row.timing.timing else None
+        cells = [f"{t.median_ms:.4f}", f"{t.min_ms:.4f}", f"{t.std_ms:.4f}", str(t.n)] if t else ["-"] * 4
+        cells += [_ratio(by_target.get(base), row.median_ms, on_gpu) for base in ("eager", "compile")]
+        table.add_row(row.label, status, *cells)
+    console.print(table)
+    if first_timing:
+        console.print(f"method: {first_timing.method}", style="dim")
+    if not on_gpu:
+        console.print(
+            "CPU run: kernels ran in Triton's interpreter, so these times say nothing about GPU speed; "
+            "ratios are shown only for GPU runs.", style="yellow",
+        )  # fmt: skip
+    for row in report.rows:
+        if row.verdict is not None and not row.verdict.passed:
+            console.print(f"{row.label}: {row.verdict.status}: {row.verdict.reason}", style="red", markup=False)
+        elif row.timing is not None and row.timing.status != "ok":
+            console.print(f"{row.label}: timing {row.timing.status}: {row.timing.reason}", style="red", markup=False)
+
+
+def _status(row: BenchRow) -> str:
+    if row.verdict is not None and not row.verdict.passed:
+        return f"[red]{row.verdict.status}[/]"
+    if row.timing is None or row.timing.status != "ok":
+        return f"[red]{row.timing.status if row.timing else 'not timed'}[/]"
+    return "[green]ok[/]" if row.verdict is None else "[green]verified[/]"
+
+
+def _ratio(base_ms: float | None, ms: float | None, on_gpu: bool) -> str:
+    """Speedup over the baseline (baseline time / this time); > 1 means faster."""
+    if not on_gpu or base_ms is None or ms is None:
+        return "-"
+    return f"{base_ms / ms:.2f}x"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m beamsearch.bench", description=__doc__)
+    add_run_options(parser)
+    parser.add_argument("--kernel", nargs="+", default=None, help="kernel files (default: the input kernel)")
+    parser.add_argument(
+        "--baselines", nargs="*", default=["eager", "compile"], choices=list(BUILTIN_TARGETS),
+        help="PyTorch baselines to time (compile-max-autotune compiles for minutes)",
+    )  # fmt: skip
+    args = parser.parse_args(argv)
+    problem, spec = resolve_run(args)
+    kernels = args.kernel or ([problem.input_kernel_path] if problem.input_kernel_path else [])
+    if not kernels and not args.baselines:
+        fail("nothing to time: the problem has no input_kernel.py and no --kernel or --baselines were given")
+    console = Console(stderr=True) if args.json else Console()
+    report = run_bench(problem.name, spec, kernels, args.baselines, console)
+    if args.json:
+        print(report.model_dump_json(indent=2))
+    else:
+        render_report(report, console)
+    failed = any(r.verdict is not None and not r.verdict.passed for r in report.rows)
+    raise SystemExit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,45 @@
+"""Options shared by the command-line tools, and turning them into a RunSpec."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import NoReturn
+
+from beamsearch.problems import ProblemNotFound, ProblemRef, resolve_problem
+from beamsearch.schema import RunSpec
+
+
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--problem", required=True, help="bundled problem name (or unique prefix) or a path")
+    parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:N, or auto (cuda if there is a GPU)")
+    parser.add_argument(
+        "--shapes", default="auto", choices=["auto", "full", "small"],
+        help="problem size: auto = full on a GPU, small on the CPU (Triton's interpreter is slow)",
+    )  # fmt: skip
+    parser.add_argument("--dtype", default="bf16", choices=["bf16", "fp16", "fp32"])
+    parser.add_argument("--json", action="store_true", help="print the result as JSON instead of a table")
+
+
+def resolve_run(args: argparse.Namespace) -> tuple[ProblemRef, RunSpec]:
+    """The problem and the run spec; exits with a clear message on an unknown problem or missing GPU."""
+    try:
+        problem = resolve_problem(args.problem)
+    except ProblemNotFound as e:
+        fail(str(e))
+    device = args.device
+    if device == "auto" or device.startswith("cuda"):
+        import torch
+
+        has_gpu = torch.cuda.is_available()
+        if device == "auto":
+            device = "cuda" if has_gpu else "cpu"
+        elif not has_gpu:
+            fail(f"--device {device}: no CUDA GPU is visible here (use --device cpu for Triton's interpreter)")
+    shapes = args.shapes if args.shapes != "auto" else ("full" if device.startswith("cuda") else "small")
+    return problem, RunSpec(problem_path=problem.problem_path, shapes=shapes, device=device, dtype=args.dtype)
+
+
+def fail(message: str, code: int = 2) -> NoReturn:
+    print(f"error: {message}", file=sys.stderr)
+    raise SystemExit(code)

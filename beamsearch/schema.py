@@ -1,0 +1,151 @@
+"""Typed records that cross a process boundary or land on disk.
+
+Every model is frozen and ignores unknown fields, so traces written by an older version still load.
+Units are in the field names (``_ms``, ``_s``); values are stored raw and rounded only in reports.
+Failure is a value: a ``status`` plus a human-readable ``reason`` (and a traceback where there is one).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+DType = Literal["bf16", "fp16", "fp32"]
+ShapeSet = Literal["full", "small"]
+
+
+class Record(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+
+class Tolerance(Record):
+    """Elementwise pass rule: ``|out - ref| <= atol + rtol * |ref|`` (as ``torch.allclose``)."""
+
+    atol: float
+    rtol: float
+
+
+# Defaults per dtype. The reference is computed one precision higher (bf16/fp16 -> fp32, fp32 -> fp64),
+# so these bound the candidate's own rounding: a few ulps of the output dtype.
+DEFAULT_TOLERANCES: dict[str, Tolerance] = {
+    "bf16": Tolerance(atol=1e-2, rtol=1e-2),
+    "fp16": Tolerance(atol=1e-3, rtol=1e-3),
+    "fp32": Tolerance(atol=1e-4, rtol=1e-4),
+}
+
+
+class RunSpec(Record):
+    """Where and how a problem is instantiated: the same spec gives the same inputs for a seed."""
+
+    problem_path: str
+    shapes: ShapeSet
+    device: str = Field(description="torch device string: 'cpu', 'cuda' or 'cuda:N'")
+    dtype: DType = "bf16"
+
+    @field_validator("problem_path")
+    @classmethod
+    def _absolute(cls, v: str) -> str:  # children run in their own working directory
+        return str(Path(v).expanduser().resolve())
+
+
+class VerifyRequest(Record):
+    spec: RunSpec
+    kernel_path: str
+    seeds: list[int] = [0, 1, 2]
+    tolerance: Tolerance
+
+
+class CheckResult(Record):
+    name: str
+    passed: bool
+    detail: str = ""
+
+
+VerdictStatus = Literal[
+    "ok",  # every check passed
+    "incorrect",  # ran, but a check failed (values, shape, unwritten output, mutation, PyTorch compute...)
+    "compile_failed",  # the file does not import, defines no kernel_function, or Triton fails to compile
+    "bind_failed",  # kernel_function's signature cannot be bound to the problem's inputs and parameters
+    "runtime_error",  # kernel_function raised (illegal memory access, out of memory, assertion, ...)
+    "crashed",  # the child process died without a verdict (signal, os._exit, sys.exit)
+    "timeout",  # the child was killed after the time limit
+    "problem_error",  # the problem itself (not the kernel) failed to load or run, or the device is missing
+]
+
+
+class Verdict(Record):
+    passed: bool
+    status: VerdictStatus
+    reason: str
+    kernel_path: str
+    checks: list[CheckResult] = []
+    max_abs_err: float | None = Field(None, description="worst |out - ref| over all seeds; None if nothing compared")
+    max_rel_err: float | None = Field(None, description="worst |out - ref| / |ref| over elements with |ref| > atol")
+    seeds: list[int] = []
+    spec: RunSpec | None = None
+    tolerance: Tolerance | None = None
+    duration_s: float = 0.0
+    traceback: str = ""
+
+
+TimingStatus = Literal["ok", "failed", "timeout", "crashed"]
+
+
+class Timing(Record):
+    """Per-call times of one callable. On CPU they are Triton-interpreter times, not a speed measure."""
+
+    median_ms: float
+    mean_ms: float
+    std_ms: float
+    min_ms: float
+    n: int
+    warmup_n: int
+    method: str
+    device_name: str
+    on_gpu: bool
+    dtype: DType
+    shapes: ShapeSet
+
+
+class TimingRequest(Record):
+    spec: RunSpec
+    target: str = Field(description="'eager', 'compile', 'compile-max-autotune', or a kernel file path")
+    seed: int = 0
+    warmup_ms: float = 100.0
+    rep_ms: float = 500.0
+    min_reps: int = 10
+    max_reps: int = 1000
+    lock_dir: str = ""
+
+
+class TimingResult(Record):
+    target: str
+    status: TimingStatus
+    reason: str = ""
+    timing: Timing | None = None
+    lock_wait_s: float = 0.0
+    first_call_s: float = Field(0.0, description="first call, including Triton/inductor compilation")
+    duration_s: float = 0.0
+    traceback: str = ""
+
+
+class BenchRow(Record):
+    """One timed target of a bench run; kernels carry their verdict (not timed unless it passed)."""
+
+    label: str
+    target: str
+    verdict: Verdict | None = None
+    timing: TimingResult | None = None
+
+    @property
+    def median_ms(self) -> float | None:
+        ok = self.timing is not None and self.timing.status == "ok" and self.timing.timing is not None
+        return self.timing.timing.median_ms if ok else None
+
+
+class BenchReport(Record):
+    problem: str
+    spec: RunSpec
+    rows: list[BenchRow]

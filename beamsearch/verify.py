@@ -1,0 +1,56 @@
+"""``python -m beamsearch.verify --problem P --kernel K``: check a kernel; exit 0 only if it passes."""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.console import Console
+from rich.table import Table
+
+from beamsearch.cli_common import add_run_options, fail, resolve_run
+from beamsearch.schema import Verdict
+from workers.verify import DEFAULT_VERIFY_TIMEOUT_S, verify_kernel
+
+
+def render_verdict(verdict: Verdict, console: Console) -> None:
+    spec = verdict.spec
+    where = f"{spec.device}, {spec.dtype}, {spec.shapes} shapes" if spec else ""
+    table = Table(title=f"{verdict.kernel_path}\n{where}", title_justify="left")
+    table.add_column("check")
+    table.add_column("result")
+    table.add_column("detail", overflow="fold")
+    for c in verdict.checks:
+        table.add_row(c.name, "[green]pass[/]" if c.passed else "[red]FAIL[/]", c.detail)
+    console.print(table)
+    colour = "green" if verdict.passed else "red"
+    errs = ""
+    if verdict.max_abs_err is not None:
+        errs = f"  max abs err {verdict.max_abs_err:.3g}, max rel err {verdict.max_rel_err:.3g}"
+    console.print(f"[{colour}]{verdict.status}[/]: {verdict.reason}{errs}  ({verdict.duration_s:.1f} s)")
+    if not verdict.passed and verdict.traceback:
+        console.print(verdict.traceback.strip().splitlines()[-1][:300], style="dim", markup=False)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m beamsearch.verify", description=__doc__)
+    add_run_options(parser)
+    parser.add_argument("--kernel", help="kernel file (default: the problem's input_kernel.py)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="input seeds (at least 3)")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_VERIFY_TIMEOUT_S, help="seconds")
+    args = parser.parse_args(argv)
+    problem, spec = resolve_run(args)
+    kernel = args.kernel or problem.input_kernel_path
+    if kernel is None:
+        fail(f"problem {problem.name} has no input_kernel.py; pass --kernel")
+    if len(args.seeds) < 3:
+        fail("--seeds: at least 3 seeds of fresh inputs are required")
+    verdict = verify_kernel(spec, kernel, seeds=args.seeds, timeout_s=args.timeout)
+    if args.json:
+        print(verdict.model_dump_json(indent=2))
+    else:
+        render_verdict(verdict, Console())
+    raise SystemExit(0 if verdict.passed else 1)
+
+
+if __name__ == "__main__":
+    main()

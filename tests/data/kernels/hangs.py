@@ -1,0 +1,13 @@
+"""Bad: never returns."""
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _scale import launch  # noqa: E402
+
+
+def kernel_function(x, weight):
+    while True:
+        pass

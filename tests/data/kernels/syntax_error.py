@@ -1,0 +1,4 @@
+"""Bad: does not parse."""
+
+def kernel_function(x, weight)
+    return x

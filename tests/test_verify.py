@@ -1,0 +1,83 @@
+"""Every verification check, each caught by a deliberately bad kernel (CPU, Triton interpreter)."""
+
+from __future__ import annotations
+
+import pytest
+
+from beamsearch.schema import RunSpec
+from tests.conftest import KERNELS
+from workers.verify import verify_kernel
+
+# kernel file -> (status, failing check or None, words the reason must contain)
+BAD_KERNELS = {
+    "wrong_values.py": ("incorrect", "values", "outside atol"),
+    "unwritten.py": ("incorrect", "all_written", "never written"),
+    "pointer_cache.py": ("incorrect", "values_after_inputs_changed", "inputs changed in place"),
+    "torch_compute.py": ("incorrect", "pytorch_compute", "aten::mul"),
+    "mutates_input.py": ("incorrect", "inputs_unchanged", "input 0 was modified"),
+    "nan_output.py": ("incorrect", "finite", "NaN/Inf"),
+    "wrong_shape.py": ("incorrect", "output_structure", "shape"),
+    "wrong_dtype.py": ("incorrect", "output_structure", "dtype"),
+    "syntax_error.py": ("compile_failed", None, "SyntaxError"),
+    "sys_exit_at_import.py": ("compile_failed", None, "SystemExit"),
+    "unbindable.py": ("bind_failed", None, "'temperature'"),
+    "crashes.py": ("crashed", None, "SIGSEGV"),
+    "exits.py": ("crashed", None, "without writing a result"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_KERNELS))
+def test_bad_kernel_is_rejected_for_the_right_reason(name: str, scale_spec: RunSpec) -> None:
+    status, check, words = BAD_KERNELS[name]
+    verdict = verify_kernel(scale_spec, str(KERNELS / name))
+    assert not verdict.passed
+    assert verdict.status == status, verdict.reason
+    assert words in verdict.reason
+    if check is not None:
+        failed = [c.name for c in verdict.checks if not c.passed]
+        assert failed == [check]
+
+
+def test_hanging_kernel_times_out_and_the_caller_carries_on(scale_spec: RunSpec) -> None:
+    verdict = verify_kernel(scale_spec, str(KERNELS / "hangs.py"), timeout_s=15)
+    assert verdict.status == "timeout" and not verdict.passed
+    assert 15 <= verdict.duration_s < 30
+
+
+def test_invalid_triton_kernel_fails_to_compile_or_run(scale_spec: RunSpec) -> None:
+    # On a GPU this is a Triton CompilationError; the interpreter raises when it reaches tl.arange.
+    verdict = verify_kernel(scale_spec, str(KERNELS / "triton_error.py"))
+    assert verdict.status in ("compile_failed", "runtime_error")
+    assert "power of 2" in verdict.reason or "arange" in verdict.reason
+
+
+@pytest.mark.parametrize("name", ["good.py", "kernelagent_varargs.py"])
+def test_good_kernels_pass_every_check(name: str, scale_spec: RunSpec) -> None:
+    verdict = verify_kernel(scale_spec, str(KERNELS / name))
+    assert verdict.passed, verdict.reason
+    names = {c.name for c in verdict.checks}
+    assert {"pytorch_compute", "output_structure", "all_written", "finite", "values", "inputs_unchanged",
+            "values_after_inputs_changed"} <= names  # fmt: skip
+    assert verdict.seeds == [0, 1, 2]
+    assert 0 < verdict.max_abs_err < 0.02
+
+
+def test_missing_kernel_file_is_a_clear_failure(scale_spec: RunSpec) -> None:
+    verdict = verify_kernel(scale_spec, str(KERNELS / "does_not_exist.py"))
+    assert verdict.status == "compile_failed" and "does not exist" in verdict.reason
+
+
+def test_tolerance_is_configurable(scale_spec: RunSpec) -> None:
+    from beamsearch.schema import Tolerance
+
+    verdict = verify_kernel(scale_spec, str(KERNELS / "good.py"), tolerance=Tolerance(atol=1e-7, rtol=1e-7))
+    assert verdict.status == "incorrect" and "values" in verdict.reason
+
+
+def test_cuda_without_gpu_is_a_problem_error(scale_spec: RunSpec) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    verdict = verify_kernel(scale_spec.model_copy(update={"device": "cuda"}), str(KERNELS / "good.py"))
+    assert verdict.status == "problem_error" and "no CUDA GPU" in verdict.reason

@@ -1,0 +1,42 @@
+"""One lock per physical GPU, shared by every process on the node, held only while timing or profiling.
+
+The lock is a file lock (``flock``) named after the GPU's UUID, so two processes that see the same GPU
+under different ``CUDA_VISIBLE_DEVICES`` indices still share it, and a process that dies releases it.
+Compiles, verification and LLM calls never take it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import time
+from pathlib import Path
+from typing import Iterator
+
+from filelock import FileLock
+
+DEFAULT_LOCK_DIR = "/tmp/beamsearch-locks"
+
+
+def device_key(device: str) -> str:
+    """A name for the physical device: ``gpu-<uuid>`` for CUDA, ``cpu-<host>`` otherwise."""
+    if device.startswith("cuda"):
+        import torch
+
+        index = torch.device(device).index
+        index = torch.cuda.current_device() if index is None else index
+        uuid = str(torch.cuda.get_device_properties(index).uuid)
+        return f"gpu-{uuid.removeprefix('GPU-')}"
+    return f"cpu-{socket.gethostname()}"
+
+
+@contextlib.contextmanager
+def gpu_lock(device: str, lock_dir: str = "") -> Iterator[float]:
+    """Hold the device's lock; yields the seconds spent waiting for it."""
+    folder = Path(lock_dir or os.environ.get("BEAMSEARCH_LOCK_DIR", DEFAULT_LOCK_DIR))
+    folder.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(folder / f"{device_key(device)}.lock"))
+    start = time.perf_counter()
+    with lock:
+        yield time.perf_counter() - start

@@ -1,0 +1,140 @@
+"""Turning a KernelBench ``problem.py`` into a live model and inputs, inside a child process.
+
+A problem module defines ``Model``, ``get_inputs()`` and ``get_init_inputs()``, and may define
+``SMALL_SHAPES``: overrides of its module-level size constants that Triton's interpreter runs in seconds.
+``get_inputs`` is called under the target device and dtype as defaults, so tensors are created directly
+on the device (never made on the CPU and copied) and in the dtype under test, from a seeded generator.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import importlib.util
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Iterator
+
+import torch
+
+from beamsearch.schema import RunSpec
+
+TORCH_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+# The reference runs one precision up, so the comparison measures the candidate's error, not ours.
+REFERENCE_DTYPES = {"bf16": torch.float32, "fp16": torch.float32, "fp32": torch.float64}
+
+
+class ProblemLoadError(RuntimeError):
+    pass
+
+
+@dataclass
+class ProblemInstance:
+    model: torch.nn.Module
+    inputs: list[Any]
+
+
+def import_file(path: str | Path, module_name: str) -> ModuleType:
+    """Import a Python file under a fresh module name (so two files called the same do not clash)."""
+    path = Path(path)
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def load_problem_module(spec: RunSpec) -> ModuleType:
+    try:
+        module = import_file(spec.problem_path, "beamsearch_problem")
+    except Exception as e:
+        raise ProblemLoadError(f"cannot import problem {spec.problem_path}: {type(e).__name__}: {e}") from e
+    for name in ("Model", "get_inputs"):
+        if not hasattr(module, name):
+            raise ProblemLoadError(f"problem {spec.problem_path} defines no {name}")
+    if spec.shapes == "small":
+        small = getattr(module, "SMALL_SHAPES", None)
+        if not isinstance(small, dict):
+            raise ProblemLoadError(
+                f"problem {spec.problem_path} declares no SMALL_SHAPES dict, so it has no small size; "
+                "ask for --shapes full (on CPU the interpreter may then take very long)"
+            )
+        module.__dict__.update(small)
+    return module
+
+
+@contextlib.contextmanager
+def default_device_and_dtype(device: torch.device, dtype: torch.dtype) -> Iterator[None]:
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        with torch.device(device):
+            yield
+    finally:
+        torch.set_default_dtype(previous)
+
+
+def instantiate(module: ModuleType, spec: RunSpec, seed: int) -> ProblemInstance:
+    """The model (parameters in the dtype under test) and its inputs, on the device, for one seed."""
+    device = torch.device(spec.device)
+    dtype = TORCH_DTYPES[spec.dtype]
+    torch.manual_seed(seed)  # seeds the CPU and every CUDA generator
+    with default_device_and_dtype(device, dtype):
+        init_inputs = list(getattr(module, "get_init_inputs", lambda: [])())
+        model = module.Model(*init_inputs).eval()
+        inputs = list(module.get_inputs())
+    model = model.to(device=device, dtype=dtype)
+    inputs = [_to_floating(t, device, dtype) for t in inputs]
+    return ProblemInstance(model=model, inputs=inputs)
+
+
+def fresh_values_into(module: ModuleType, spec: RunSpec, seed: int, targets: list[Any]) -> None:
+    """Overwrite ``targets`` in place with the inputs of another seed (same tensors, new values)."""
+    with torch.no_grad():
+        fresh = instantiate(module, spec, seed).inputs
+        for t, f in zip(targets, fresh):
+            if isinstance(t, torch.Tensor):
+                t.copy_(f)
+
+
+def reference_output(instance: ProblemInstance, spec: RunSpec) -> Any:
+    """The model's output computed one precision up (TF32 off), from the same inputs."""
+    ref_dtype = REFERENCE_DTYPES[spec.dtype]
+    model = copy.deepcopy(instance.model).to(ref_dtype)
+    inputs = [t.to(ref_dtype) if _is_float_tensor(t) else t for t in instance.inputs]
+    with torch.no_grad(), _strict_fp32():
+        return model(*inputs)
+
+
+def eager_output(instance: ProblemInstance) -> Any:
+    with torch.no_grad():
+        return instance.model(*instance.inputs)
+
+
+@contextlib.contextmanager
+def _strict_fp32() -> Iterator[None]:
+    saved = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
+
+
+def _is_float_tensor(t: Any) -> bool:
+    return isinstance(t, torch.Tensor) and t.is_floating_point()
+
+
+def _to_floating(t: Any, device: torch.device, dtype: torch.dtype) -> Any:
+    # Inputs a problem built explicitly elsewhere (its own device= or dtype=) are moved; the normal path
+    # (torch.rand under the defaults) already matches and this is a no-op.
+    if _is_float_tensor(t):
+        return t.to(device=device, dtype=dtype)
+    if isinstance(t, torch.Tensor):
+        return t.to(device=device)
+    return t

@@ -1,0 +1,80 @@
+"""Child process: build one timing target on the problem's inputs and time it under the device lock.
+
+Targets: ``eager`` (the model in the dtype under test), ``compile`` (``torch.compile`` default),
+``compile-max-autotune`` (``mode="max-autotune-no-cudagraphs"``), or a kernel file path (bound like in
+verification). The first call, which compiles, runs before the lock is taken: the lock covers only the
+measurement. Run only through ``workers.timing.time_target``.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from beamsearch.schema import TimingRequest, TimingResult
+from workers.binding import bind, model_values
+from workers.child_process import write_result
+from workers.clock import measure
+from workers.gpu_lock import gpu_lock
+from workers.problem_instance import ProblemInstance, import_file, instantiate, load_problem_module
+
+COMPILE_MODES = {"compile": None, "compile-max-autotune": "max-autotune-no-cudagraphs"}
+
+
+def build_callable(target: str, instance: ProblemInstance) -> Callable[[], Any]:
+    model, inputs = instance.model, instance.inputs
+    if target == "eager":
+        return lambda: model(*inputs)
+    if target in COMPILE_MODES:
+        compiled = torch.compile(model, mode=COMPILE_MODES[target])
+        return lambda: compiled(*inputs)
+    kernel_fn = import_file(target, "beamsearch_candidate").kernel_function
+    return bind(kernel_fn, inputs, model_values(model))
+
+
+def time_in_child(req: TimingRequest) -> TimingResult:
+    start = time.perf_counter()
+    spec = req.spec
+    try:
+        if spec.device.startswith("cuda") and not torch.cuda.is_available():
+            raise RuntimeError(f"device {spec.device} asked for, but no CUDA GPU is visible")
+        instance = instantiate(load_problem_module(spec), spec, req.seed)
+        with torch.no_grad():
+            fn = build_callable(req.target, instance)
+            first = time.perf_counter()
+            _run_synchronised(fn, spec.device)
+            first_call_s = time.perf_counter() - first
+            with gpu_lock(spec.device, req.lock_dir) as waited_s:
+                timing = measure(
+                    fn, spec.device, dtype=spec.dtype, shapes=spec.shapes, warmup_ms=req.warmup_ms,
+                    rep_ms=req.rep_ms, min_reps=req.min_reps, max_reps=req.max_reps,
+                )  # fmt: skip
+    except BaseException as e:  # noqa: BLE001 - whatever the target does, report it
+        return TimingResult(
+            target=req.target, status="failed", reason=f"{type(e).__name__}: {e}".splitlines()[0][:500],
+            duration_s=time.perf_counter() - start, traceback=traceback.format_exc(),
+        )  # fmt: skip
+    return TimingResult(
+        target=req.target, status="ok", timing=timing, lock_wait_s=waited_s, first_call_s=first_call_s,
+        duration_s=time.perf_counter() - start,
+    )  # fmt: skip
+
+
+def _run_synchronised(fn: Callable[[], Any], device: str) -> None:
+    fn()
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def main(argv: list[str]) -> None:
+    request = TimingRequest.model_validate_json(Path(argv[1]).read_text())
+    write_result(argv[2], time_in_child(request))
+
+
+if __name__ == "__main__":
+    main(sys.argv)

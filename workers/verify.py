@@ -1,0 +1,45 @@
+"""Verifying a candidate kernel: the caller's side. The kernel itself only runs in a child process."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from beamsearch.schema import DEFAULT_TOLERANCES, RunSpec, Tolerance, Verdict, VerifyRequest
+from workers.child_process import run_child
+
+DEFAULT_VERIFY_TIMEOUT_S = 300.0
+
+
+def verify_kernel(
+    spec: RunSpec,
+    kernel_path: str,
+    *,
+    seeds: list[int] | None = None,
+    tolerance: Tolerance | None = None,
+    timeout_s: float = DEFAULT_VERIFY_TIMEOUT_S,
+) -> Verdict:
+    """Run every check on ``kernel_path`` in a child process and return the verdict.
+
+    Never raises for anything the kernel does: a hang becomes ``timeout``, a dead child ``crashed``.
+    """
+    kernel_path = str(Path(kernel_path).expanduser().resolve())
+    request = VerifyRequest(
+        spec=spec,
+        kernel_path=kernel_path,
+        seeds=seeds or [0, 1, 2],
+        tolerance=tolerance or DEFAULT_TOLERANCES[spec.dtype],
+    )
+    run = run_child("workers.verify_child", request, timeout_s, spec.device)
+    common = dict(kernel_path=kernel_path, seeds=request.seeds, spec=spec, tolerance=request.tolerance,
+                  duration_s=run.duration_s, traceback=run.output_tail)  # fmt: skip
+    if run.status == "timeout":
+        return Verdict(passed=False, status="timeout", reason=f"no verdict within {timeout_s:.0f} s", **common)
+    if run.status == "crashed":
+        return Verdict(passed=False, status="crashed", reason=run.describe_death(), **common)
+    try:
+        verdict = Verdict.model_validate_json(run.result_json)
+    except ValidationError as e:
+        return Verdict(passed=False, status="crashed", reason=f"unreadable verdict from the child: {e}", **common)
+    return verdict.model_copy(update={"duration_s": run.duration_s})
