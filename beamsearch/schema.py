@@ -86,7 +86,10 @@ class Verdict(Record):
     seeds: list[int] = []
     spec: RunSpec | None = None
     tolerance: Tolerance | None = None
-    duration_s: float = 0.0
+    duration_s: float = Field(0.0, description="wall time seen by the caller, child start included")
+    child_s: float = Field(0.0, description="time inside the child, from the request read to the verdict")
+    kernel_call_s: float = Field(0.0, description="time inside kernel_function calls (first call compiles)")
+    first_call_s: float = Field(0.0, description="the first call alone: compilation plus one run")
     traceback: str = ""
 
 

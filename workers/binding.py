@@ -18,8 +18,9 @@ The rules (also in the README), applied to the function's signature in order:
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 MODEL_VALUE_NAMES = (
     "weight",

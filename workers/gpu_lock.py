@@ -11,8 +11,8 @@ import contextlib
 import os
 import socket
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from filelock import FileLock
 

@@ -12,10 +12,11 @@ import contextlib
 import copy
 import importlib.util
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Iterator
+from typing import Any
 
 import torch
 
@@ -84,7 +85,7 @@ def instantiate(module: ModuleType, spec: RunSpec, seed: int) -> ProblemInstance
     dtype = TORCH_DTYPES[spec.dtype]
     torch.manual_seed(seed)  # seeds the CPU and every CUDA generator
     with default_device_and_dtype(device, dtype):
-        init_inputs = list(getattr(module, "get_init_inputs", lambda: [])())
+        init_inputs = list(getattr(module, "get_init_inputs", list)())
         model = module.Model(*init_inputs).eval()
         inputs = list(module.get_inputs())
     model = model.to(device=device, dtype=dtype)
@@ -96,7 +97,7 @@ def fresh_values_into(module: ModuleType, spec: RunSpec, seed: int, targets: lis
     """Overwrite ``targets`` in place with the inputs of another seed (same tensors, new values)."""
     with torch.no_grad():
         fresh = instantiate(module, spec, seed).inputs
-        for t, f in zip(targets, fresh):
+        for t, f in zip(targets, fresh, strict=True):
             if isinstance(t, torch.Tensor):
                 t.copy_(f)
 

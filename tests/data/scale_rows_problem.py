@@ -1,7 +1,7 @@
 """Test problem: scale each column of x (rows, cols) by a learned weight (cols,). Tiny and fast."""
 
 import torch
-import torch.nn as nn
+from torch import nn
 
 rows = 48
 cols = 80

@@ -2,12 +2,9 @@
 import os
 import sys
 
-import torch
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _scale import launch  # noqa: E402
 
-import signal  # noqa: E402
+import signal
 
 
 def kernel_function(x, weight):

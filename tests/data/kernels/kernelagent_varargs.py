@@ -4,8 +4,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _scale import launch  # noqa: E402
-import torch  # noqa: E402
+import torch
+from _scale import launch
 
 
 def kernel_function(x, *args, **kwargs):

@@ -2,10 +2,8 @@
 import os
 import sys
 
-import torch
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _scale import launch  # noqa: E402
+from _scale import launch
 
 
 def kernel_function(x, weight):
