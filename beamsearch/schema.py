@@ -77,6 +77,7 @@ VerdictStatus = Literal[
 
 class Verdict(Record):
     passed: bool
+    started_at: float = Field(0.0, description="epoch seconds when the child began work")
     status: VerdictStatus
     reason: str
     kernel_path: str
@@ -86,7 +87,8 @@ class Verdict(Record):
     seeds: list[int] = []
     spec: RunSpec | None = None
     tolerance: Tolerance | None = None
-    duration_s: float = Field(0.0, description="wall time seen by the caller, child start included")
+    duration_s: float = Field(0.0, description="wall time seen by the caller, child start and exit included")
+    startup_s: float = Field(0.0, description="from spawning the child to its first line of work (imports)")
     child_s: float = Field(0.0, description="time inside the child, from the request read to the verdict")
     kernel_call_s: float = Field(0.0, description="time inside kernel_function calls (first call compiles)")
     first_call_s: float = Field(0.0, description="the first call alone: compilation plus one run")
@@ -116,7 +118,7 @@ class TimingRequest(Record):
     spec: RunSpec
     target: str = Field(description="'eager', 'compile', 'compile-max-autotune', or a kernel file path")
     seed: int = 0
-    warmup_ms: float = 100.0
+    warmup_ms: float = 300.0  # also lets an idle GPU's clocks ramp up
     rep_ms: float = 500.0
     min_reps: int = 10
     max_reps: int = 1000

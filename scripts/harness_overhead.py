@@ -32,7 +32,8 @@ def main() -> None:
     shapes = "full" if device == "cuda" else "small"
     table = Table(title=f"harness overhead per candidate ({device}, {shapes} shapes, bf16)")
     for col in ("problem", "verify wall s", "child start s", "inputs+ref+checks s", "kernel calls s",
-                "of which 1st call s", "verify overhead s", "timing wall s", "timing 1st call s"):  # fmt: skip
+                "of which 1st call s", "child exit s", "verify overhead s", "timing wall s",
+                "timing 1st call s"):  # fmt: skip
         table.add_column(col, justify="right" if col != "problem" else "left")
     rows = []
     for name in args.problems or bundled_problem_names():
@@ -45,20 +46,21 @@ def main() -> None:
             "problem": problem.name,
             "status": verdict.status,
             "verify_wall_s": verdict.duration_s,
-            "child_start_s": verdict.duration_s - verdict.child_s,
+            "child_start_s": verdict.startup_s,
             "checks_s": verdict.child_s - verdict.kernel_call_s,
             "kernel_call_s": verdict.kernel_call_s,
             "first_call_s": verdict.first_call_s,
+            "child_exit_s": verdict.duration_s - verdict.startup_s - verdict.child_s,
             "verify_overhead_s": verdict.duration_s - verdict.kernel_call_s,
             "timing_wall_s": timing.duration_s,
             "timing_first_call_s": timing.first_call_s,
             "total_s": time.perf_counter() - start,
         }
         rows.append(row)
-        table.add_row(problem.name[:40], *(f"{row[k]:.2f}" for k in list(row)[2:-1]))
+        table.add_row(problem.name[:24], *(f"{row[k]:.2f}" for k in list(row)[2:-1]))
         if verdict.status != "ok":
             print(f"{problem.name}: {verdict.status}: {verdict.reason}")
-    Console().print(table)
+    Console(width=200).print(table)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=2)

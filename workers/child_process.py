@@ -31,6 +31,7 @@ class ChildRun:
     returncode: int | None
     output_tail: str
     duration_s: float
+    spawned_at: float  # epoch seconds, to split the child's wall time into start-up, work and exit
 
     def describe_death(self) -> str:
         if self.status == "timeout":
@@ -64,7 +65,7 @@ def run_child(module: str, request: BaseModel, timeout_s: float, device: str) ->
     with tempfile.TemporaryDirectory(prefix="beamsearch-child-") as tmp:
         req_path, res_path, log_path = (Path(tmp) / n for n in ("request.json", "result.json", "output.log"))
         req_path.write_text(request.model_dump_json())
-        start = time.perf_counter()
+        spawned_at, start = time.time(), time.perf_counter()
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(
                 [sys.executable, "-m", module, str(req_path), str(res_path)],
@@ -84,10 +85,10 @@ def run_child(module: str, request: BaseModel, timeout_s: float, device: str) ->
         duration = time.perf_counter() - start
         tail = log_path.read_bytes()[-TAIL_CHARS:].decode(errors="replace")
         if timed_out:
-            return ChildRun("timeout", "", None, tail, duration)
+            return ChildRun("timeout", "", None, tail, duration, spawned_at)
         result = res_path.read_text() if res_path.is_file() else ""
         status = "ok" if result else "crashed"
-        return ChildRun(status, result, proc.returncode, tail, duration)
+        return ChildRun(status, result, proc.returncode, tail, duration, spawned_at)
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

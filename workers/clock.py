@@ -1,10 +1,12 @@
 """Timing one callable, the same way for eager PyTorch, torch.compile and candidate kernels.
 
-GPU, per repetition (shaped like ``triton.testing.do_bench``): zero a 256 MB buffer to flush L2, record
-a start event, call, then synchronise the *whole device* and record the end event. The device-wide sync
-means work a kernel leaves running on another stream still counts; its cost is a fixed few microseconds
-per repetition, the same for every target. Warm-up and repetition counts come from time budgets and a
-first estimate. CPU: a host clock per call; these are Triton-interpreter or CPU-eager times, labelled
+GPU, per repetition (shaped like ``triton.testing.do_bench``): zero a 256 MB buffer to flush L2, queue
+a short spin kernel so the GPU is still busy while the host enqueues the call (host launch overhead
+stays off the clock, as in do_bench's pipelined loop), record a start event, call, record an end event
+on the stream, then synchronise the *whole device* and record a second end event. If the device-wide
+end is later than the stream's end by more than ``ESCAPE_MS`` (the sync's own latency is ~10 us), the
+call left work on another stream and the device-wide time is used, so such work cannot escape the
+clock. Warm-up and repetition counts come from time budgets and a first estimate. CPU: a host clock per call; these are Triton-interpreter or CPU-eager times, labelled
 as such and never to be compared with GPU times.
 """
 
@@ -20,6 +22,8 @@ import torch
 from beamsearch.schema import DType, ShapeSet, Timing
 
 L2_FLUSH_BYTES = 256 * 1024 * 1024
+HIDE_LAUNCH_CYCLES = 400_000  # ~200 us at H100/H200 boost clocks: longer than a Triton launch from Python
+ESCAPE_MS = 0.05
 ESTIMATE_REPS = 5
 GPU_METHOD = "cuda events, L2 flushed (256 MB), whole device synchronised per repetition"
 CPU_METHOD = "host perf_counter per call (CPU; kernels run in Triton's interpreter)"
@@ -69,15 +73,18 @@ def _cuda_rep_ms(device: torch.device) -> Callable[[Callable[[], Any]], float]:
     flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device=device)
 
     def once(fn: Callable[[], Any]) -> float:
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start, end_stream, end_device = (torch.cuda.Event(enable_timing=True) for _ in range(3))
         torch.cuda.synchronize(device)
         flush.zero_()
+        torch.cuda._sleep(HIDE_LAUNCH_CYCLES)
         start.record()
         fn()
+        end_stream.record()
         torch.cuda.synchronize(device)  # every stream, not only the current one
-        end.record()
-        end.synchronize()
-        return start.elapsed_time(end)
+        end_device.record()
+        end_device.synchronize()
+        stream_ms, device_ms = start.elapsed_time(end_stream), start.elapsed_time(end_device)
+        return device_ms if device_ms - stream_ms > ESCAPE_MS else stream_ms
 
     return once
 

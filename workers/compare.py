@@ -9,7 +9,7 @@ import torch
 from beamsearch.schema import Tolerance
 from workers.torch_guard import unwritten_mask
 
-CHUNK_ELEMENTS = 1 << 24  # temporaries stay near 100 MB even for multi-GB outputs
+CHUNK_ELEMENTS = 1 << 26  # temporaries stay near 2 GB even for multi-GB outputs; few syncs
 
 
 @dataclass

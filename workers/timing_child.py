@@ -8,6 +8,7 @@ measurement. Run only through ``workers.timing.time_target``.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 import traceback
@@ -75,6 +76,7 @@ def _run_synchronised(fn: Callable[[], Any], device: str) -> None:
 def main(argv: list[str]) -> None:
     request = TimingRequest.model_validate_json(Path(argv[1]).read_text())
     write_result(argv[2], time_in_child(request))
+    os._exit(0)  # skip interpreter and CUDA teardown: the result is written
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ inputs' values in place and call again on the same tensors, which catches cachin
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 import traceback
@@ -65,6 +66,7 @@ class Checks:
 
 
 def verify(req: VerifyRequest) -> Verdict:
+    started_at = time.time()
     start = time.perf_counter()
     checks = Checks()
     status, reason, tb = "ok", "all checks passed", ""
@@ -73,6 +75,7 @@ def verify(req: VerifyRequest) -> Verdict:
     except Failed as f:
         status, reason, tb = f.status, f.reason, f.tb
     return Verdict(
+        started_at=started_at,
         passed=status == "ok",
         status=status,
         reason=reason,
@@ -233,6 +236,7 @@ def _one_line(e: BaseException) -> str:
 def main(argv: list[str]) -> None:
     request = VerifyRequest.model_validate_json(Path(argv[1]).read_text())
     write_result(argv[2], verify(request))
+    os._exit(0)  # skip interpreter and CUDA teardown (seconds with GBs allocated): the result is written
 
 
 if __name__ == "__main__":
