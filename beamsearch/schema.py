@@ -88,7 +88,7 @@ class Verdict(Record):
     spec: RunSpec | None = None
     tolerance: Tolerance | None = None
     duration_s: float = Field(0.0, description="wall time seen by the caller, child start and exit included")
-    startup_s: float = Field(0.0, description="from spawning the child to its first line of work (imports)")
+    startup_s: float = Field(0.0, description="from handing the request over to the child's first line of work")
     child_s: float = Field(0.0, description="time inside the child, from the request read to the verdict")
     kernel_call_s: float = Field(0.0, description="time inside kernel_function calls (first call compiles)")
     first_call_s: float = Field(0.0, description="the first call alone: compilation plus one run")

@@ -1,27 +1,38 @@
 """Running one job in a fresh Python process that can be killed, whatever the code in it does.
 
-The parent writes the request as JSON, starts ``python -m <module> request.json result.json`` in its own
-process group, and waits. A child that outlives the timeout is killed with its whole group (threads
-cannot be killed; processes can). A child that dies without writing its result (a signal, ``os._exit``,
-a CUDA fault that aborts) is reported as crashed with its exit status and the end of its stderr.
+Every job gets a process of its own, used once. The parent writes the request as JSON and hands the
+child two paths on its stdin (request, result); the child answers by writing the result file. A child
+that outlives the timeout is killed with its whole process group (threads cannot be killed; processes
+can). A child that dies without writing its result (a signal, ``os._exit``, a CUDA fault that aborts)
+is reported as crashed with its exit status and the end of its output.
+
+Starting Python and importing torch takes seconds, so after handing out a child the parent starts the
+next one at once, as a *spare* that imports while the current job runs and then waits on its stdin.
+A spare is still a fresh process: it has run no candidate code. Spares exit when the parent's end of
+their stdin closes (the parent exits) and are killed at interpreter exit.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import IO, Literal, TypeVar
 
 from pydantic import BaseModel
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 TAIL_CHARS = 4000
+
+Req = TypeVar("Req", bound=BaseModel)
 
 
 @dataclass(frozen=True)
@@ -31,7 +42,7 @@ class ChildRun:
     returncode: int | None
     output_tail: str
     duration_s: float
-    spawned_at: float  # epoch seconds, to split the child's wall time into start-up, work and exit
+    requested_at: float  # epoch seconds when the request was handed over (to measure start-up)
 
     def describe_death(self) -> str:
         if self.status == "timeout":
@@ -48,6 +59,16 @@ class ChildRun:
         return f"child process {how}" + (f"; last output: {last[0][:300]}" if last[0] else "")
 
 
+@dataclass
+class _Child:
+    proc: subprocess.Popen
+    folder: Path  # its working directory: requests, results, output log, and whatever the kernel writes
+    log: IO[bytes]
+
+
+_spares: dict[tuple[str, bool], _Child] = {}
+
+
 def child_env(device: str) -> dict[str, str]:
     """The child's environment: the project importable, and Triton's interpreter on for CPU devices."""
     env = dict(os.environ)
@@ -61,46 +82,79 @@ def child_env(device: str) -> dict[str, str]:
 
 
 def run_child(module: str, request: BaseModel, timeout_s: float, device: str) -> ChildRun:
-    """Run ``python -m module`` on ``request``; never raises for anything the child does."""
-    with tempfile.TemporaryDirectory(prefix="beamsearch-child-") as tmp:
-        req_path, res_path, log_path = (Path(tmp) / n for n in ("request.json", "result.json", "output.log"))
-        req_path.write_text(request.model_dump_json())
-        spawned_at, start = time.time(), time.perf_counter()
-        with open(log_path, "wb") as log:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", module, str(req_path), str(res_path)],
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=child_env(device),
-                cwd=tmp,  # a kernel that writes files relative to its cwd writes here, then it is deleted
-                start_new_session=True,
-            )
-            timed_out = False
-            try:
-                proc.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                _kill_group(proc)
-        duration = time.perf_counter() - start
-        tail = log_path.read_bytes()[-TAIL_CHARS:].decode(errors="replace")
-        if timed_out:
-            return ChildRun("timeout", "", None, tail, duration, spawned_at)
-        result = res_path.read_text() if res_path.is_file() else ""
-        status = "ok" if result else "crashed"
-        return ChildRun(status, result, proc.returncode, tail, duration, spawned_at)
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
+    """Run ``module``'s ``serve`` on ``request`` in a fresh process; never raises for what the child does."""
+    key = (module, device.startswith("cpu"))
+    child = _spares.pop(key, None)
+    if child is None or child.proc.poll() is not None:
+        child = _spawn(module, device)
+    _spares[key] = _spawn(module, device)  # imports while this job runs
+    req_path, res_path = child.folder / "request.json", child.folder / "result.json"
+    req_path.write_text(request.model_dump_json())
+    requested_at, start = time.time(), time.perf_counter()
+    timed_out = False
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
+        child.proc.stdin.write(f"{req_path}\n{res_path}\n".encode())
+        child.proc.stdin.close()
+        child.proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _kill(child)
+    except BrokenPipeError:  # it died while idle; its exit status and output say why
+        child.proc.wait()
+    duration = time.perf_counter() - start
+    child.log.close()
+    tail = (child.folder / "output.log").read_bytes()[-TAIL_CHARS:].decode(errors="replace")
+    result = res_path.read_text() if res_path.is_file() and not timed_out else ""
+    shutil.rmtree(child.folder, ignore_errors=True)
+    status = "timeout" if timed_out else ("ok" if result else "crashed")
+    return ChildRun(status, result, child.proc.returncode, tail, duration, requested_at)
+
+
+def _spawn(module: str, device: str) -> _Child:
+    folder = Path(tempfile.mkdtemp(prefix="beamsearch-child-"))
+    log = open(folder / "output.log", "wb")  # noqa: SIM115 - closed when the job ends
+    proc = subprocess.Popen(
+        [sys.executable, "-m", module],
+        stdin=subprocess.PIPE,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=child_env(device),
+        cwd=folder,  # a kernel that writes files relative to its cwd writes here; removed afterwards
+        start_new_session=True,  # its own process group, killed as a whole
+    )
+    return _Child(proc, folder, log)
+
+
+def _kill(child: _Child) -> None:
+    try:
+        os.killpg(child.proc.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
-    proc.wait()
+    child.proc.wait()
 
 
-def write_result(path: str, result: BaseModel) -> None:
-    """Child side: write the result atomically, so a half-written file is never read as a result."""
-    tmp = f"{path}.tmp"
+@atexit.register
+def _kill_spares() -> None:
+    for child in _spares.values():
+        _kill(child)
+        child.log.close()
+        shutil.rmtree(child.folder, ignore_errors=True)
+    _spares.clear()
+
+
+def serve(request_model: type[Req], handle: Callable[[Req], BaseModel]) -> None:
+    """Child side: wait for the two paths on stdin, handle the request, write the result, exit.
+
+    Exits with ``os._exit`` right after the result is written: interpreter and CUDA teardown with GBs
+    allocated takes seconds, and nothing is left to do.
+    """
+    req_path = sys.stdin.readline().strip()
+    res_path = sys.stdin.readline().strip()
+    if not req_path:  # the parent went away before handing over a job
+        os._exit(0)
+    request = request_model.model_validate_json(Path(req_path).read_text())
+    result = handle(request)
+    tmp = f"{res_path}.tmp"
     Path(tmp).write_text(result.model_dump_json())
-    os.replace(tmp, path)
+    os.replace(tmp, res_path)  # atomic: a half-written file is never read as a result
+    os._exit(0)

@@ -8,19 +8,16 @@ measurement. Run only through ``workers.timing.time_target``.
 
 from __future__ import annotations
 
-import os
-import sys
 import time
 import traceback
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import torch
 
 from beamsearch.schema import TimingRequest, TimingResult
 from workers.binding import bind, model_values
-from workers.child_process import write_result
+from workers.child_process import serve
 from workers.clock import measure
 from workers.gpu_lock import gpu_lock
 from workers.problem_instance import ProblemInstance, import_file, instantiate, load_problem_module
@@ -73,11 +70,5 @@ def _run_synchronised(fn: Callable[[], Any], device: str) -> None:
         torch.cuda.synchronize()
 
 
-def main(argv: list[str]) -> None:
-    request = TimingRequest.model_validate_json(Path(argv[1]).read_text())
-    write_result(argv[2], time_in_child(request))
-    os._exit(0)  # skip interpreter and CUDA teardown: the result is written
-
-
 if __name__ == "__main__":
-    main(sys.argv)
+    serve(TimingRequest, time_in_child)

@@ -42,5 +42,5 @@ def verify_kernel(
         verdict = Verdict.model_validate_json(run.result_json)
     except ValidationError as e:
         return Verdict(passed=False, status="crashed", reason=f"unreadable verdict from the child: {e}", **common)
-    startup_s = verdict.started_at - run.spawned_at if verdict.started_at else 0.0
+    startup_s = verdict.started_at - run.requested_at if verdict.started_at else 0.0
     return verdict.model_copy(update={"duration_s": run.duration_s, "startup_s": startup_s})

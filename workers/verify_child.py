@@ -1,6 +1,6 @@
 """Child process: import a candidate kernel, run it on fresh inputs, and write its Verdict.
 
-Run only through ``workers.verify.verify_kernel`` (``python -m workers.verify_child request result``).
+Run only through ``workers.verify.verify_kernel``, which hands it a request (``child_process.serve``).
 For each seed: build the model and fresh inputs, compute the reference one precision up, call the
 kernel under the PyTorch-compute guard (fresh allocations poisoned), then check structure, unwritten
 elements, non-finite values, tolerance and unchanged inputs. On the first seed, also change the
@@ -9,8 +9,6 @@ inputs' values in place and call again on the same tensors, which catches cachin
 
 from __future__ import annotations
 
-import os
-import sys
 import time
 import traceback
 from collections.abc import Callable
@@ -21,7 +19,7 @@ import torch
 
 from beamsearch.schema import CheckResult, Verdict, VerifyRequest
 from workers.binding import BindError, BoundCall, bind, model_values
-from workers.child_process import write_result
+from workers.child_process import serve
 from workers.compare import compare
 from workers.problem_instance import (
     TORCH_DTYPES,
@@ -233,11 +231,5 @@ def _one_line(e: BaseException) -> str:
     return text[:500]
 
 
-def main(argv: list[str]) -> None:
-    request = VerifyRequest.model_validate_json(Path(argv[1]).read_text())
-    write_result(argv[2], verify(request))
-    os._exit(0)  # skip interpreter and CUDA teardown (seconds with GBs allocated): the result is written
-
-
 if __name__ == "__main__":
-    main(sys.argv)
+    serve(VerifyRequest, verify)

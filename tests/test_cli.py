@@ -1,0 +1,52 @@
+"""The two commands as a user runs them: exit codes, JSON, clear errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from tests.conftest import DATA, KERNELS
+
+PROBLEM = str(DATA / "scale_rows_problem.py")
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True, timeout=300)
+
+
+def test_verify_exit_status_follows_the_verdict() -> None:
+    good = run("beamsearch.verify", "--problem", PROBLEM, "--kernel", str(KERNELS / "good.py"), "--device", "cpu")
+    assert good.returncode == 0 and "all checks passed" in good.stdout
+    bad = run("beamsearch.verify", "--problem", PROBLEM, "--kernel", str(KERNELS / "unwritten.py"), "--json")
+    assert bad.returncode == 1
+    verdict = json.loads(bad.stdout)
+    assert verdict["status"] == "incorrect" and "never written" in verdict["reason"]
+
+
+def test_unknown_problem_and_missing_gpu_are_clear_errors() -> None:
+    unknown = run("beamsearch.verify", "--problem", "99_nope")
+    assert unknown.returncode == 2 and "43_Max_Pooling_3D" in unknown.stderr
+    import torch
+
+    if not torch.cuda.is_available():
+        no_gpu = run("beamsearch.verify", "--problem", "43", "--device", "cuda")
+        assert no_gpu.returncode == 2 and "no CUDA GPU" in no_gpu.stderr
+
+
+def test_bench_json_times_verified_kernels_only() -> None:
+    out = run("beamsearch.bench", "--problem", PROBLEM, "--baselines", "eager", "--json",
+              "--kernel", str(KERNELS / "good.py"), str(KERNELS / "wrong_values.py"))  # fmt: skip
+    assert out.returncode == 1  # a kernel failed verification
+    report = json.loads(out.stdout)
+    rows = {r["label"]: r for r in report["rows"]}
+    assert rows["PyTorch eager"]["timing"]["status"] == "ok"
+    assert rows["good.py"]["verdict"]["passed"] and rows["good.py"]["timing"]["timing"]["n"] >= 3
+    assert rows["wrong_values.py"]["verdict"]["status"] == "incorrect" and rows["wrong_values.py"]["timing"] is None
+    assert report["spec"]["device"] == "cpu" and report["spec"]["shapes"] == "small"
+
+
+def test_bench_table_says_cpu_times_are_not_comparable() -> None:
+    out = run("beamsearch.bench", "--problem", PROBLEM, "--baselines", "eager", "--kernel", str(KERNELS / "good.py"))
+    assert out.returncode == 0
+    assert "interpreter" in out.stdout and "ratios are shown only for GPU runs" in out.stdout.replace("\n", " ")
