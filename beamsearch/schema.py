@@ -154,3 +154,80 @@ class BenchReport(Record):
     problem: str
     spec: RunSpec
     rows: list[BenchRow]
+
+
+class KernelProfile(Record):
+    """Nsight Compute metrics of one kernel (its launches within one profiled call, combined)."""
+
+    name: str
+    launches: int
+    grid: str = ""
+    block: str = ""
+    metrics: dict[str, float]
+    missing: list[str] = Field([], description="requested metrics ncu did not report (or reported as n/a)")
+
+
+class Profile(Record):
+    """One call of kernel_function under ncu: each of its own Triton kernels, and their time-weighted whole."""
+
+    available: bool
+    reason: str = Field("", description="why the profile is unavailable; empty when it is available")
+    kernels: list[KernelProfile] = []
+    combined: dict[str, float] = Field({}, description="counts summed, rates and percentages time-weighted")
+    ignored_kernels: list[str] = Field([], description="kernels in the profiled call that are not the candidate's")
+    gpu_name: str = ""
+    ncu_version: str = ""
+    command: list[str] = []
+    duration_s: float = Field(0.0, description="wall time of the ncu run, start-up included")
+
+
+class ProfileRequest(Record):
+    spec: RunSpec
+    kernel_path: str
+    seed: int = 0
+    lock_dir: str = ""
+
+
+class ProfiledCall(Record):
+    """What the profiled child reports besides ncu's own output: the Triton kernels the call launched."""
+
+    status: Literal["ok", "failed"]
+    reason: str = ""
+    own_kernels: list[str] = []
+    lock_wait_s: float = 0.0
+
+
+Bottleneck = Literal["memory", "compute", "underutilized", "unknown"]
+
+
+class Roofline(Record):
+    """Where a kernel sits against the hardware, from its ncu metrics (speed-of-light percentages)."""
+
+    compute_sol_pct: float | None
+    memory_sol_pct: float | None
+    bottleneck: Bottleneck
+    at_roofline: bool
+    tensor_cores_used: bool | None = Field(None, description="None when the tensor-pipe metric is missing")
+    underutilized_below_pct: float
+    at_roofline_pct: float
+    warnings: list[str] = []
+
+
+class Work(Record):
+    """The least a problem must do: each input (and parameter) read once, each output written once."""
+
+    bytes_moved: int
+    flops: int = Field(description="PyTorch's FLOP counter on the reference model (matmul, conv, attention)")
+
+
+class Floor(Record):
+    """A time no correct kernel can beat by much: max(bytes / bandwidth, FLOPs / compute rate)."""
+
+    work: Work
+    dram_gbps: float
+    tflops: float
+    memory_ms: float
+    compute_ms: float
+    floor_ms: float
+    bound: Literal["memory", "compute"]
+    peaks_source: str = Field(description="where the bandwidth and rate come from (measured or datasheet)")

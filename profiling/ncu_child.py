@@ -1,0 +1,54 @@
+"""The program ncu runs: one call of kernel_function, bracketed by cudaProfilerStart/Stop.
+
+``ncu --profile-from-start off ... python -m profiling.ncu_child request.json result.json``. The first
+call compiles and warms up outside the profiled range; the second is profiled, under the GPU lock. A
+Triton launch hook records the names of the kernels the call launched, so the parent keeps those and
+never mistakes a PyTorch kernel (an input conversion, a copy) for the candidate's.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from pathlib import Path
+
+import torch
+import triton
+
+from beamsearch.schema import ProfiledCall, ProfileRequest
+from workers.binding import bind, model_values
+from workers.gpu_lock import gpu_lock
+from workers.problem_instance import import_file, instantiate, load_problem_module
+
+
+def profile_one_call(req: ProfileRequest) -> ProfiledCall:
+    instance = instantiate(load_problem_module(req.spec), req.spec, req.seed)
+    kernel_fn = import_file(req.kernel_path, "beamsearch_candidate").kernel_function
+    call = bind(kernel_fn, instance.inputs, model_values(instance.model))
+    launched: list[str] = []
+    with torch.no_grad():
+        call()  # compile and warm up, not profiled
+        torch.cuda.synchronize()
+        triton.knobs.runtime.launch_enter_hook = lambda meta: launched.append(meta.data["name"])
+        with gpu_lock(req.spec.device, req.lock_dir) as waited_s:
+            torch.cuda.cudart().cudaProfilerStart()
+            call()
+            torch.cuda.synchronize()
+            torch.cuda.cudart().cudaProfilerStop()
+        triton.knobs.runtime.launch_enter_hook = None
+    return ProfiledCall(status="ok", own_kernels=sorted(set(launched)), lock_wait_s=waited_s)
+
+
+def main(argv: list[str]) -> None:
+    request = ProfileRequest.model_validate_json(Path(argv[1]).read_text())
+    try:
+        result = profile_one_call(request)
+    except BaseException as e:  # noqa: BLE001 - the kernel may raise anything; report it
+        result = ProfiledCall(status="failed", reason=f"{type(e).__name__}: {e}".splitlines()[0][:500] + "\n"
+                              + traceback.format_exc()[-2000:])  # fmt: skip
+    Path(argv[2]).write_text(result.model_dump_json())
+    # A normal exit (no os._exit): ncu's injected library finishes its report at process exit.
+
+
+if __name__ == "__main__":
+    main(sys.argv)
