@@ -14,6 +14,9 @@ from rich.table import Table
 
 from beamsearch.cli_common import add_run_options, fail, resolve_run
 from beamsearch.schema import BenchReport, BenchRow, RunSpec
+from profiling.gpu_specs import UnknownGpu
+from profiling.roofline import is_suspect, pct_of_floor
+from profiling.work import problem_floor
 from workers.timing import BUILTIN_TARGETS, time_target
 from workers.verify import verify_kernel
 
@@ -38,7 +41,26 @@ def run_bench(problem: str, spec: RunSpec, kernels: list[str], baselines: list[s
             say(f"timing {kernel} ...")
             timing = time_target(spec, kernel)
         rows.append(BenchRow(label=Path(kernel).name, target=kernel, verdict=verdict, timing=timing))
-    return BenchReport(problem=problem, spec=spec, rows=rows)
+    return with_floor(BenchReport(problem=problem, spec=spec, rows=rows))
+
+
+def with_floor(report: BenchReport) -> BenchReport:
+    """Add the problem's floor, each row's % of floor, and flag rows faster than physics allows."""
+    timed = [r.timing.timing for r in report.rows if r.timing and r.timing.timing]
+    if not timed or not timed[0].on_gpu:
+        return report.model_copy(update={"floor_note": "no floor for CPU times"})
+    try:
+        floor = problem_floor(report.spec, timed[0].device_name)
+    except UnknownGpu as e:
+        return report.model_copy(update={"floor_note": str(e).splitlines()[0]})
+    rows = [
+        row.model_copy(update={"pct_of_floor": pct_of_floor(floor.floor_ms, row.median_ms),
+                               "suspect": is_suspect(floor.floor_ms, row.median_ms)})  # fmt: skip
+        if row.median_ms
+        else row
+        for row in report.rows
+    ]
+    return report.model_copy(update={"rows": rows, "floor": floor})
 
 
 def render_report(report: BenchReport, console: Console) -> None:
@@ -48,14 +70,23 @@ def render_report(report: BenchReport, console: Console) -> None:
     on_gpu = bool(first_timing and first_timing.on_gpu)
     device = first_timing.device_name if first_timing else spec.device
     table = Table(title=f"{report.problem}\n{device}, {spec.dtype}, {spec.shapes} shapes", title_justify="left")
-    for col in ("target", "status", "median ms", "min ms", "std ms", "n", "vs eager", "vs compile"):
+    for col in ("target", "status", "median ms", "min ms", "std ms", "n", "vs eager", "vs compile", "% of floor"):
         table.add_column(col, justify="left" if col in ("target", "status") else "right")
     for row in report.rows:
         status, t = _status(row), row.timing.timing if row.timing and row.timing.timing else None
         cells = [f"{t.median_ms:.4f}", f"{t.min_ms:.4f}", f"{t.std_ms:.4f}", str(t.n)] if t else ["-"] * 4
         cells += [_ratio(by_target.get(base), row.median_ms, on_gpu) for base in ("eager", "compile")]
+        cells.append(f"{row.pct_of_floor:.0f}%" if row.pct_of_floor is not None else "-")
         table.add_row(row.label, status, *cells)
     console.print(table)
+    if report.floor is not None:
+        f = report.floor
+        console.print(
+            f"floor {f.floor_ms:.4f} ms ({f.bound}-bound: {f.work.bytes_moved / 1e9:.3f} GB at {f.dram_gbps:.0f} GB/s, "
+            f"{f.work.flops / 1e9:.2f} GFLOP at {f.tflops:.0f} TFLOP/s; {f.peaks_source})", style="dim", markup=False,
+        )  # fmt: skip
+    elif report.floor_note:
+        console.print(f"no floor: {report.floor_note}", style="dim", markup=False)
     if first_timing:
         console.print(f"method: {first_timing.method}", style="dim")
     if not on_gpu:
@@ -71,6 +102,8 @@ def render_report(report: BenchReport, console: Console) -> None:
 
 
 def _status(row: BenchRow) -> str:
+    if row.suspect:
+        return "[red]suspect: faster than the floor[/]"
     if row.verdict is not None and not row.verdict.passed:
         return f"[red]{row.verdict.status}[/]"
     if row.timing is None or row.timing.status != "ok":
@@ -104,7 +137,7 @@ def main(argv: list[str] | None = None) -> None:
         print(report.model_dump_json(indent=2))
     else:
         render_report(report, console)
-    failed = any(r.verdict is not None and not r.verdict.passed for r in report.rows)
+    failed = any(r.suspect or (r.verdict is not None and not r.verdict.passed) for r in report.rows)
     raise SystemExit(1 if failed else 0)
 
 

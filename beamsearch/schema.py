@@ -143,6 +143,8 @@ class BenchRow(Record):
     target: str
     verdict: Verdict | None = None
     timing: TimingResult | None = None
+    pct_of_floor: float | None = Field(None, description="floor / median: 100 % is the physical limit")
+    suspect: bool = Field(False, description="measured faster than the floor allows: not accepted")
 
     @property
     def median_ms(self) -> float | None:
@@ -154,6 +156,8 @@ class BenchReport(Record):
     problem: str
     spec: RunSpec
     rows: list[BenchRow]
+    floor: Floor | None = None
+    floor_note: str = Field("", description="why there is no floor (CPU run, unknown GPU)")
 
 
 class KernelProfile(Record):
@@ -231,3 +235,6 @@ class Floor(Record):
     floor_ms: float
     bound: Literal["memory", "compute"]
     peaks_source: str = Field(description="where the bandwidth and rate come from (measured or datasheet)")
+
+
+BenchReport.model_rebuild()

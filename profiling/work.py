@@ -1,4 +1,4 @@
-"""Counting a problem's least work (bytes and FLOPs) on the meta device: no memory, no GPU.
+"""A problem's least work (bytes and FLOPs, counted on the meta device: no memory, no GPU) and floor.
 
 The problem module is ours or the user's (trusted, unlike candidates), so this runs in-process.
 """
@@ -8,8 +8,14 @@ from __future__ import annotations
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from beamsearch.schema import RunSpec, Work
+from beamsearch.schema import Floor, RunSpec, Work
+from profiling.peaks import effective_peaks
+from profiling.roofline import floor
 from workers.problem_instance import instantiate, load_problem_module
+
+# The compute rate that bounds a problem in each dtype: tensor cores for bf16/fp16; for fp32 the plain
+# FP32 rate, since TF32 would miss fp32's tolerance.
+RATE_FIELDS = {"bf16": "bf16_tflops", "fp16": "fp16_tflops", "fp32": "fp32_tflops"}
 
 
 def count_work(spec: RunSpec) -> Work:
@@ -24,3 +30,23 @@ def count_work(spec: RunSpec) -> Work:
     tensors = [t for t in instance.inputs if isinstance(t, torch.Tensor)]
     tensors += list(instance.model.parameters()) + list(instance.model.buffers()) + outputs
     return Work(bytes_moved=sum(t.numel() * t.element_size() for t in tensors), flops=int(counter.get_total_flops()))
+
+
+def problem_floor(spec: RunSpec, device_name: str) -> Floor:
+    """The problem's floor on this GPU, from measured peaks where cached, else the datasheet.
+
+    Raises UnknownGpu (profiling.gpu_specs) for a GPU with neither."""
+    peaks = effective_peaks(device_name)
+    rate_field = RATE_FIELDS[spec.dtype]
+    return floor(
+        count_work(spec),
+        dram_gbps=peaks.dram_gbps,
+        tflops=getattr(peaks, rate_field),
+        peaks_source=f"{device_name}: bandwidth {_kind(peaks.source['dram_gbps'])}, "
+        f"{spec.dtype} rate {_kind(peaks.source[rate_field])}",
+    )
+
+
+def _kind(source: str) -> str:
+    """'measured 2026-11-21' or 'datasheet' (the document's name stays in Peaks.source)."""
+    return source.split(":")[0]

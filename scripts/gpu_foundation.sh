@@ -7,6 +7,9 @@
 # PART dobench:  our clock against triton.testing.do_bench on the same kernels and inputs.
 # PART overhead: the harness's overhead per candidate (scripts/harness_overhead.py).
 # PART tests:    the GPU tests (pytest -m gpu).
+# PART profile:  measured peaks (python -m profiling.peaks), ncu profiles of the five input kernels with
+#                roofline and floor (scripts/profile_inputs.py), the profiling GPU tests, one bench with
+#                the floor column.
 # Results go to a scratch folder, packed into one archive under $OUT (the device tool returns <= 8 files).
 set -uo pipefail
 PART=${1:-bench}
@@ -34,4 +37,11 @@ overhead)
   python scripts/harness_overhead.py --json "$OUT/overhead.json" ;;
 tests)
   python -m pytest -q -m gpu 2>&1 | tail -15 | tee "$OUT/pytest_gpu.txt" ;;
+profile)
+  which ncu; ncu --version | tail -1
+  python -m profiling.peaks --json > "$OUT/peaks.json" && python -m profiling.peaks
+  python scripts/profile_inputs.py --json "$OUT/profiles.json"
+  python -m profiling.profile --problem 43 | tee "$OUT/profile_43.txt"
+  python -m pytest -q -m gpu tests/test_ncu.py tests/test_gpu_specs.py 2>&1 | tail -5
+  python -m beamsearch.bench --problem 36 --kernel artifacts/36*/input_kernel.py $(ls .ka/36/optimized_kernel_beam_search.py 2>/dev/null) ;;
 esac

@@ -1,0 +1,103 @@
+"""``python -m profiling.profile --problem P [--kernel K]``: where a kernel's time goes, and how far from physics.
+
+Times the kernel (the bench clock), profiles one call with Nsight Compute (its own Triton kernels only),
+classifies it on the roofline, and sets the measured time against the problem's analytic floor. The
+kernel is not verified here: use ``python -m beamsearch.verify`` first.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.console import Console
+from rich.table import Table
+
+from beamsearch.cli_common import add_run_options, fail, resolve_run
+from beamsearch.schema import Floor, Profile, Record, Roofline, RunSpec, TimingResult
+from profiling.gpu_specs import UnknownGpu
+from profiling.metrics import by_section
+from profiling.ncu import profile_kernel
+from profiling.roofline import classify, is_suspect, pct_of_floor
+from profiling.work import problem_floor
+from workers.timing import time_target
+
+
+class KernelReport(Record):
+    problem: str
+    kernel_path: str
+    timing: TimingResult
+    profile: Profile
+    roofline: Roofline | None = None
+    floor: Floor | None = None
+    floor_note: str = ""
+    pct_of_floor: float | None = None
+    suspect: bool = False
+
+
+def report_kernel(problem: str, spec: RunSpec, kernel_path: str) -> KernelReport:
+    timing = time_target(spec, kernel_path)
+    profile = profile_kernel(spec, kernel_path)
+    roofline = classify(profile.combined) if profile.available else None
+    floor, note, pct, suspect = None, "", None, False
+    if timing.timing is None or not timing.timing.on_gpu:
+        note = "no GPU timing"
+    else:
+        try:
+            floor = problem_floor(spec, timing.timing.device_name)
+            pct = pct_of_floor(floor.floor_ms, timing.timing.median_ms)
+            suspect = is_suspect(floor.floor_ms, timing.timing.median_ms)
+        except UnknownGpu as e:
+            note = str(e).splitlines()[0]
+    return KernelReport(problem=problem, kernel_path=kernel_path, timing=timing, profile=profile, roofline=roofline,
+                        floor=floor, floor_note=note, pct_of_floor=pct, suspect=suspect)  # fmt: skip
+
+
+def render(report: KernelReport, console: Console) -> None:
+    t = report.timing.timing
+    console.print(f"[bold]{report.problem}[/]  {report.kernel_path}")
+    console.print(f"time: {t.median_ms:.4f} ms median ({t.device_name})" if t else f"time: {report.timing.reason}")
+    if report.floor:
+        f = report.floor
+        console.print(f"floor: {f.floor_ms:.4f} ms ({f.bound}-bound), {report.pct_of_floor:.0f}% of floor"
+                      + ("  [red]SUSPECT: faster than the floor[/]" if report.suspect else ""))  # fmt: skip
+    p = report.profile
+    if not p.available:
+        console.print(f"[yellow]no profile[/]: {p.reason}")
+        return
+    r = report.roofline
+    console.print(f"roofline: {r.bottleneck}-bound, compute SOL {r.compute_sol_pct}%, memory SOL {r.memory_sol_pct}%, "
+                  f"tensor cores {'yes' if r.tensor_cores_used else 'no'}; ncu {p.duration_s:.1f} s, "
+                  f"kernels {', '.join(k.name for k in p.kernels)}")  # fmt: skip
+    for warning in r.warnings:
+        console.print(f"[yellow]warning[/]: {warning}")
+    table = Table(show_header=True)
+    table.add_column("section")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    table.add_column("unit")
+    for section, items in by_section(p.combined).items():
+        for metric, value in items:
+            table.add_row(section, metric.label, "n/a" if value is None else f"{value:,.2f}", metric.unit)
+            section = ""
+    console.print(table)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m profiling.profile", description=__doc__)
+    add_run_options(parser)
+    parser.add_argument("--kernel", help="kernel file (default: the problem's input_kernel.py)")
+    args = parser.parse_args(argv)
+    problem, spec = resolve_run(args)
+    kernel = args.kernel or problem.input_kernel_path
+    if kernel is None:
+        fail(f"problem {problem.name} has no input_kernel.py; pass --kernel")
+    report = report_kernel(problem.name, spec, kernel)
+    if args.json:
+        print(report.model_dump_json(indent=2))
+    else:
+        render(report, Console())
+    raise SystemExit(0 if report.profile.available else 1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,35 @@
+"""Bench's floor column: % of floor for every timed row, and rows faster than physics flagged."""
+
+from __future__ import annotations
+
+import pytest
+
+from beamsearch.bench import with_floor
+from beamsearch.problems import resolve_problem
+from beamsearch.schema import BenchReport, BenchRow, RunSpec, Timing, TimingResult
+
+SPEC = RunSpec(problem_path=resolve_problem("36").problem_path, shapes="full", device="cuda")
+
+
+def row(label: str, median_ms: float, device: str = "NVIDIA H200", on_gpu: bool = True) -> BenchRow:
+    t = Timing(median_ms=median_ms, mean_ms=median_ms, std_ms=0, min_ms=median_ms, n=10, warmup_n=1,
+               method="x", device_name=device, on_gpu=on_gpu, dtype="bf16", shapes="full")  # fmt: skip
+    return BenchRow(label=label, target=label, timing=TimingResult(target=label, status="ok", timing=t))
+
+
+def test_pct_of_floor_and_suspect(monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("BEAMSEARCH_CACHE_DIR", str(tmp_path))  # datasheet peaks, not a cached measurement
+    report = with_floor(BenchReport(problem="36", spec=SPEC, rows=[row("honest", 3.1316), row("cheat", 0.5)]))
+    # RMSNorm moves 7.516 GB; at the H200's 4800 GB/s that is 1.5659 ms.
+    assert report.floor.floor_ms == pytest.approx(7.516192768 / 4800 * 1e3)
+    honest, cheat = report.rows
+    assert honest.pct_of_floor == pytest.approx(50.0, abs=0.01) and not honest.suspect
+    assert cheat.suspect
+
+
+def test_no_floor_on_cpu_or_unknown_gpu(monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("BEAMSEARCH_CACHE_DIR", str(tmp_path))
+    cpu = with_floor(BenchReport(problem="36", spec=SPEC, rows=[row("k", 1.0, "cpu", on_gpu=False)]))
+    assert cpu.floor is None and "CPU" in cpu.floor_note and cpu.rows[0].pct_of_floor is None
+    odd = with_floor(BenchReport(problem="36", spec=SPEC, rows=[row("k", 1.0, "NVIDIA Imaginary X1")]))
+    assert odd.floor is None and "Imaginary" in odd.floor_note
