@@ -67,3 +67,11 @@ def test_real_profile_keeps_only_the_kernels_own_launches(name: str) -> None:
     assert all(not k.name.startswith("void ") for k in profile.kernels)  # no PyTorch kernels
     assert profile.combined[DURATION] > 0 and 0 < profile.combined[MEMORY_SOL] <= 100
     assert profile.duration_s < 60
+
+
+@pytest.mark.gpu
+def test_pytorch_conversion_kernels_are_not_mistaken_for_the_candidate() -> None:
+    profile = ncu.profile_kernel(GPU_SPEC, str(KERNELS / "converts_first.py"))
+    assert profile.available, profile.reason
+    assert [k.name for k in profile.kernels] == ["scale_kernel"]
+    assert any("copy" in name or "elementwise" in name for name in profile.ignored_kernels), profile.ignored_kernels
