@@ -201,7 +201,7 @@ class ProfiledCall(Record):
     lock_wait_s: float = 0.0
 
 
-Bottleneck = Literal["memory", "compute", "underutilized", "unknown"]
+BottleneckClass = Literal["memory", "compute", "underutilized", "unknown"]
 
 
 class Roofline(Record):
@@ -209,7 +209,7 @@ class Roofline(Record):
 
     compute_sol_pct: float | None
     memory_sol_pct: float | None
-    bottleneck: Bottleneck
+    bottleneck: BottleneckClass
     at_roofline: bool
     tensor_cores_used: bool | None = Field(None, description="None when the tensor-pipe metric is missing")
     underutilized_below_pct: float
@@ -238,3 +238,65 @@ class Floor(Record):
 
 
 BenchReport.model_rebuild()
+
+
+# ----------------------------------------------------------------------------------------- proposers
+
+KernelOrigin = Literal["input", "llm", "tuner", "replay"]
+
+
+class Kernel(Record):
+    """A candidate's source. ``hash`` identifies it (whitespace-normalised), ``note`` says what changed."""
+
+    source: str
+    origin: KernelOrigin
+    parent_hash: str | None = None
+    note: str = ""
+
+    @property
+    def hash(self) -> str:
+        import hashlib
+
+        normalised = "\n".join(line.rstrip() for line in self.source.strip().splitlines())
+        return hashlib.sha256(normalised.encode()).hexdigest()[:16]
+
+
+class Evidence(Record):
+    metric: str
+    value: float | str | None = None
+    interpretation: str = ""
+
+
+class RootCause(Record):
+    cause: str
+    evidence: list[Evidence] = []
+
+
+class Fix(Record):
+    fix: str
+    rationale: str = ""
+
+
+class Bottleneck(Record):
+    """One diagnosed bottleneck, in the shape KernelAgent's prompts use (so its replies parse too)."""
+
+    category: Literal["memory", "compute", "underutilized"]
+    summary: str
+    reasoning: str = ""
+    root_causes: list[RootCause] = []
+    recommended_fixes: list[Fix] = []
+
+
+class Diagnosis(Record):
+    bottlenecks: list[Bottleneck]
+    source: Literal["llm", "rules"]
+    roofline: Roofline | None = None
+
+
+class Attempt(Record):
+    """What an earlier proposal did, for the next prompt: the change, what came of it, the lesson."""
+
+    kernel_hash: str
+    note: str
+    outcome: str
+    lesson: str = ""
