@@ -1,0 +1,75 @@
+"""The offline tuner: knobs found in real kernels, valid rewrites, determinism, no repeats, and its
+proposals for the five input kernels pass verification under the interpreter."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from beamsearch.problems import bundled_problem_names, resolve_problem
+from beamsearch.schema import Attempt, Diagnosis, Kernel, Roofline, RunSpec
+from workers.proposers.tuner import TunerProposer, apply, find_knobs
+from workers.verify import verify_kernel
+
+
+def diagnosis(bottleneck: str) -> Diagnosis:
+    roofline = Roofline(compute_sol_pct=10, memory_sol_pct=10, bottleneck=bottleneck, at_roofline=False,
+                        underutilized_below_pct=60, at_roofline_pct=90)  # fmt: skip
+    return Diagnosis(bottlenecks=[], source="rules", roofline=roofline)
+
+
+def input_kernel(name: str) -> Kernel:
+    return Kernel(source=open(resolve_problem(name).input_kernel_path).read(), origin="input")
+
+
+def test_knobs_of_the_matvec_input_kernel() -> None:
+    knobs = {k.name: k for k in find_knobs(input_kernel("04").source)}
+    assert (knobs["BLOCK_M"].value, knobs["BLOCK_K"].value) == (8, 512)
+    assert knobs["num_warps"].inserted and knobs["num_warps"].value == 4
+    assert knobs["num_stages"].inserted  # the kernel loops over K
+
+
+def test_min_cap_and_inserted_launch_options_rewrite_to_valid_code() -> None:
+    source = input_kernel("77").source  # BLOCK_CO = min(triton.next_power_of_2(C_out), 32)
+    knobs = {k.name: k for k in find_knobs(source)}
+    new = apply(source, {knobs["BLOCK_CO"]: 64, knobs["num_warps"]: 8})
+    ast.parse(new)
+    assert "min(triton.next_power_of_2(C_out), 64)" in new and "num_warps=8" in new
+
+
+def test_direction_follows_the_bottleneck() -> None:
+    up = TunerProposer(per_call=2).propose(input_kernel("43"), diagnosis("memory"), [])
+    down = TunerProposer(per_call=2).propose(input_kernel("43"), diagnosis("underutilized"), [])
+    assert all("BLOCK 256 -> 512" in k.note or "BLOCK 256 -> 1024" in k.note for k in up)
+    assert all("BLOCK 256 -> 128" in k.note or "BLOCK 256 -> 64" in k.note for k in down)
+
+
+def test_deterministic_for_a_seed_and_never_repeats() -> None:
+    parent = input_kernel("82")
+    first = TunerProposer(per_call=4, seed=7).propose(parent, diagnosis("compute"), [])
+    again = TunerProposer(per_call=4, seed=7).propose(parent, diagnosis("compute"), [])
+    assert [k.hash for k in first] == [k.hash for k in again]
+    tuner = TunerProposer(per_call=4, seed=7)
+    history = [Attempt(kernel_hash=first[0].hash, note=first[0].note, outcome="ok")]
+    batch1 = tuner.propose(parent, diagnosis("compute"), history)
+    batch2 = tuner.propose(parent, diagnosis("compute"), history)
+    hashes = [k.hash for k in batch1 + batch2]
+    assert first[0].hash not in hashes and len(set(hashes)) == len(hashes) == 8
+    assert all(k.origin == "tuner" and k.parent_hash == parent.hash for k in batch1)
+
+
+def test_a_kernel_without_launches_has_no_proposals() -> None:
+    assert TunerProposer().propose(Kernel(source="def kernel_function(x):\n    return x\n", origin="llm"),
+                                   diagnosis("memory"), []) == []  # fmt: skip
+
+
+@pytest.mark.parametrize("name", bundled_problem_names())
+def test_proposals_for_the_input_kernels_verify(name: str, tmp_path) -> None:
+    problem = resolve_problem(name)
+    spec = RunSpec(problem_path=problem.problem_path, shapes="small", device="cpu")
+    for i, kernel in enumerate(TunerProposer(per_call=2).propose(input_kernel(name), diagnosis("memory"), [])):
+        path = tmp_path / f"proposal_{i}.py"
+        path.write_text(kernel.source)
+        verdict = verify_kernel(spec, str(path))
+        assert verdict.passed, f"{kernel.note}: {verdict.status}: {verdict.reason}"

@@ -1,0 +1,211 @@
+"""The offline tuner: the default proposer when no model is configured.
+
+It reads a Triton kernel file's *knobs* from its source and proposes rewrites that change them, in
+the direction the diagnosis points:
+
+- block sizes: constexpr keyword arguments of a launch (``k[grid](..., BLOCK_K=BLOCK_K)``) whose value
+  is an int literal, a name assigned an int literal in the wrapper (``BLOCK_K = 512``), or the int cap
+  of a ``min(...)``/``max(...)`` (``BLOCK_CO = min(next_power_of_2(C), 32)``); kept powers of two;
+- ``num_warps`` and ``num_stages`` of each launch, added to the launch when absent (Triton's defaults
+  are 4 warps and 3 stages; stages only for kernels that loop).
+
+Directions: memory-bound wants more bytes in flight (wider blocks, more warps, deeper pipelining);
+underutilized wants more programs with fewer warps each (smaller blocks); compute-bound tries both
+sizes and more warps. Single changes come first, then pairs; ties are broken by a seeded shuffle, so
+a seed gives the same proposals every time. A kernel already tried (by hash) is never proposed again.
+Grid remappings are not attempted. Each proposal is an ordinary candidate: verified, then timed.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import random
+from dataclasses import dataclass
+from typing import Literal
+
+from beamsearch.schema import Attempt, Diagnosis, Kernel
+
+KnobKind = Literal["block", "warps", "stages"]
+TRITON_DEFAULTS = {"num_warps": 4, "num_stages": 3}
+LIMITS = {"block": (1, 8192), "warps": (1, 16), "stages": (1, 6)}
+# Multipliers per knob kind for each bottleneck; stages move by +-1.
+MOVES: dict[str, dict[KnobKind, list[float]]] = {
+    "memory": {"block": [2, 4], "warps": [2], "stages": [+1]},
+    "underutilized": {"block": [0.5, 0.25], "warps": [0.5, 2], "stages": [-1]},
+    "compute": {"block": [2, 0.5], "warps": [2, 0.5], "stages": [+1]},
+    "unknown": {"block": [2, 0.5], "warps": [2, 0.5], "stages": [+1, -1]},
+}
+
+
+@dataclass(frozen=True)
+class Knob:
+    name: str  # the constexpr or launch option, e.g. "BLOCK_K" or "num_warps"
+    kind: KnobKind
+    value: int
+    line: int  # 1-based
+    col: int  # where the literal starts, or where to insert ", name=value" (after the last argument)
+    end_col: int  # == col for an insertion
+    launch: str  # the launched kernel's name, to tell knobs of several launches apart
+
+    @property
+    def inserted(self) -> bool:
+        return self.col == self.end_col
+
+
+def find_knobs(source: str) -> list[Knob]:
+    """The tunable knobs of every Triton launch in ``source`` (empty if it does not parse)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    jit_names, looping = _jit_functions(tree)
+    knobs: list[Knob] = []
+    seen: set[tuple[int, int]] = set()
+    for func in [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)] + [tree]:
+        for call in _launches(func, jit_names):
+            launch = call.func.value.id
+            for kw in call.keywords:
+                if kw.arg in TRITON_DEFAULTS:
+                    const = kw.value if _is_int(kw.value) else None
+                    kind: KnobKind = "warps" if kw.arg == "num_warps" else "stages"
+                else:
+                    const = _block_literal(kw.value, func)
+                    kind = "block"
+                if const is not None and (const.lineno, const.col_offset) not in seen and (kind != "block" or _pow2(const.value)):
+                    seen.add((const.lineno, const.col_offset))
+                    knobs.append(Knob(kw.arg, kind, const.value, const.lineno, const.col_offset, const.end_col_offset, launch))
+            present = {kw.arg for kw in call.keywords}
+            for option, default in TRITON_DEFAULTS.items():
+                if option in present or (option == "num_stages" and launch not in looping):
+                    continue
+                kind = "warps" if option == "num_warps" else "stages"
+                last = max([*call.args, *(kw.value for kw in call.keywords)], key=lambda n: (n.end_lineno, n.end_col_offset))
+                line, col = last.end_lineno, last.end_col_offset  # right after the last argument
+                knobs.append(Knob(option, kind, default, line, col, col, launch))
+    return knobs
+
+
+def apply(source: str, changes: dict[Knob, int]) -> str:
+    """``source`` with each knob set to its new value; edits go right to left so offsets stay valid."""
+    lines = source.splitlines(keepends=True)
+    for knob in sorted(changes, key=lambda k: (k.line, k.col), reverse=True):
+        raw = lines[knob.line - 1].encode()
+        text = f", {knob.name}={changes[knob]}" if knob.inserted else str(changes[knob])
+        lines[knob.line - 1] = (raw[: knob.col] + text.encode() + raw[knob.end_col :]).decode()
+    return "".join(lines)
+
+
+def moves_for(knob: Knob, bottleneck: str) -> list[int]:
+    lo, hi = LIMITS[knob.kind]
+    steps = MOVES.get(bottleneck, MOVES["unknown"])[knob.kind]
+    values = [knob.value + int(s) if knob.kind == "stages" else int(knob.value * s) for s in steps]
+    return [v for v in dict.fromkeys(values) if lo <= v <= hi and v != knob.value]
+
+
+class TunerProposer:
+    """Proposes ``per_call`` knob rewrites of the parent per call; deterministic for ``seed``."""
+
+    name = "tuner"
+
+    def __init__(self, per_call: int = 4, seed: int = 0) -> None:
+        self.per_call = per_call
+        self.seed = seed
+        self._proposed: set[str] = set()
+
+    def propose(self, parent: Kernel, diagnosis: Diagnosis, history: list[Attempt]) -> list[Kernel]:
+        bottleneck = _bottleneck_of(diagnosis)
+        tried = {a.kernel_hash for a in history} | self._proposed | {parent.hash}
+        out: list[Kernel] = []
+        for changes in self._candidate_changes(parent.source, bottleneck, parent.hash):
+            kernel = Kernel(source=apply(parent.source, changes), origin="tuner", parent_hash=parent.hash,
+                            note=_describe(changes))  # fmt: skip
+            if kernel.hash in tried:
+                continue
+            tried.add(kernel.hash)
+            self._proposed.add(kernel.hash)
+            out.append(kernel)
+            if len(out) == self.per_call:
+                break
+        return out
+
+    def _candidate_changes(self, source: str, bottleneck: str, parent_hash: str) -> list[dict[Knob, int]]:
+        knobs = find_knobs(source)
+        singles = [{k: v} for k in knobs for v in moves_for(k, bottleneck)]
+        pairs = [a | b for a, b in itertools.combinations(singles, 2) if next(iter(a)) != next(iter(b))]
+        rng = random.Random(f"{self.seed}:{parent_hash}")
+        ranked: list[dict[Knob, int]] = []
+        for tier in (singles, pairs):
+            tier = list(tier)
+            rng.shuffle(tier)
+            # Within a tier, block sizes first (the largest lever), then warps, then stages.
+            order = {"block": 0, "warps": 1, "stages": 2}
+            ranked += sorted(tier, key=lambda c: min(order[k.kind] for k in c))
+        return ranked
+
+
+def _bottleneck_of(diagnosis: Diagnosis) -> str:
+    if diagnosis.bottlenecks:
+        return diagnosis.bottlenecks[0].category
+    if diagnosis.roofline is not None:
+        return diagnosis.roofline.bottleneck
+    return "unknown"
+
+
+def _describe(changes: dict[Knob, int]) -> str:
+    return ", ".join(f"{k.name} {k.value} -> {v}" + (f" ({k.launch})" if k.kind != "block" else "")
+                     for k, v in sorted(changes.items(), key=lambda kv: (kv[0].line, kv[0].col)))  # fmt: skip
+
+
+def _jit_functions(tree: ast.Module) -> tuple[set[str], set[str]]:
+    """Names of @triton.jit functions, and those of them that contain a loop (for num_stages)."""
+    names, looping = set(), set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and any("jit" in ast.unparse(d) for d in node.decorator_list):
+            names.add(node.name)
+            if any(isinstance(n, (ast.For, ast.While)) for n in ast.walk(node)):
+                looping.add(node.name)
+    return names, looping
+
+
+def _launches(func: ast.AST, jit_names: set[str]) -> list[ast.Call]:
+    """``kernel[grid](...)`` calls directly inside ``func`` (nested functions are visited on their own)."""
+    calls = []
+    for node in _own_nodes(func):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript)
+                and isinstance(node.func.value, ast.Name) and node.func.value.id in jit_names):  # fmt: skip
+            calls.append(node)
+    return calls
+
+
+def _own_nodes(func: ast.AST) -> list[ast.AST]:
+    nodes, stack = [], list(ast.iter_child_nodes(func))
+    while stack:
+        node = stack.pop()
+        nodes.append(node)
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(node))
+    return nodes
+
+
+def _block_literal(value: ast.expr, scope: ast.AST) -> ast.Constant | None:
+    """The int literal that sets a block-size argument: inline, via a local name, or a min/max cap."""
+    if _is_int(value):
+        return value
+    if isinstance(value, ast.Name):
+        assigned = [n.value for n in _own_nodes(scope) if isinstance(n, ast.Assign) and len(n.targets) == 1
+                    and isinstance(n.targets[0], ast.Name) and n.targets[0].id == value.id]  # fmt: skip
+        if len(assigned) == 1:  # one assignment: unambiguous
+            return _block_literal(assigned[0], scope) if not isinstance(assigned[0], ast.Name) else None
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in ("min", "max"):
+        ints = [a for a in value.args if _is_int(a)]
+        return ints[0] if len(ints) == 1 else None
+    return None
+
+
+def _is_int(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and type(node.value) is int
+
+
+def _pow2(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
