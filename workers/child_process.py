@@ -21,6 +21,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -67,6 +68,7 @@ class _Child:
 
 
 _spares: dict[tuple[str, bool], _Child] = {}
+_spares_lock = threading.Lock()  # callers may run jobs from several threads
 
 
 def child_env(device: str) -> dict[str, str]:
@@ -84,10 +86,11 @@ def child_env(device: str) -> dict[str, str]:
 def run_child(module: str, request: BaseModel, timeout_s: float, device: str) -> ChildRun:
     """Run ``module``'s ``serve`` on ``request`` in a fresh process; never raises for what the child does."""
     key = (module, device.startswith("cpu"))
-    child = _spares.pop(key, None)
-    if child is None or child.proc.poll() is not None:
-        child = _spawn(module, device)
-    _spares[key] = _spawn(module, device)  # imports while this job runs
+    with _spares_lock:
+        child = _spares.pop(key, None)
+        if child is None or child.proc.poll() is not None:
+            child = _spawn(module, device)
+        _spares[key] = _spawn(module, device)  # imports while this job runs
     req_path, res_path = child.folder / "request.json", child.folder / "result.json"
     req_path.write_text(request.model_dump_json())
     requested_at, start = time.time(), time.perf_counter()
@@ -135,11 +138,13 @@ def _kill(child: _Child) -> None:
 
 @atexit.register
 def _kill_spares() -> None:
-    for child in _spares.values():
+    with _spares_lock:
+        spares = list(_spares.values())
+        _spares.clear()
+    for child in spares:
         _kill(child)
         child.log.close()
         shutil.rmtree(child.folder, ignore_errors=True)
-    _spares.clear()
 
 
 def serve(request_model: type[Req], handle: Callable[[Req], BaseModel]) -> None:
