@@ -72,6 +72,8 @@ def verify(req: VerifyRequest) -> Verdict:
         _verify(req, checks)
     except Failed as f:
         status, reason, tb = f.status, f.reason, f.tb
+    except Exception as e:  # the harness's own steps (inputs, copies, references) failed, e.g. out of memory
+        status, reason, tb = "problem_error", f"verification could not run: {type(e).__name__}: {e}"[:500], traceback.format_exc()
     return Verdict(
         started_at=started_at,
         passed=status == "ok",
