@@ -1,0 +1,143 @@
+"""The LLM proposer: diagnosis, rewrites, refinement after a failed verification, and reflexion.
+
+Every exchange (purpose, prompt, the LLMCall with reply, tokens, cost and latency, and any parse
+error) is kept in ``exchanges`` for the trace; the caller drains it. Nothing here raises for what the
+model does: a timeout, an error status or an unusable reply leaves a recorded exchange and no kernel.
+A diagnosis whose JSON does not parse gets one repair request, then falls back to the roofline rules.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Literal
+
+from beamsearch.schema import (
+    Attempt,
+    Bottleneck,
+    Diagnosis,
+    Floor,
+    Kernel,
+    Profile,
+    Record,
+    Roofline,
+    Verdict,
+)
+from profiling.peaks import Peaks
+from prompts.builders import (
+    build_diagnosis_prompt,
+    build_optimization_prompt,
+    build_refinement_prompt,
+    build_reflection_prompt,
+)
+from prompts.parsers import ReplyParseError, extract_kernel, parse_diagnosis, parse_reflection, repair_prompt
+from prompts.records import Reflection
+from workers.llm_client import LLMCall, LLMClient
+from workers.proposers.rules import rules_diagnosis
+
+log = logging.getLogger(__name__)
+
+Purpose = Literal["diagnose", "repair", "optimize", "refine", "reflect"]
+
+
+class Exchange(Record):
+    purpose: Purpose
+    prompt: str
+    call: LLMCall
+    parse_error: str = ""
+
+
+class LLMProposer:
+    name = "llm"
+
+    def __init__(self, client: LLMClient, problem_source: str, *, per_call: int = 1, dtype: str = "bf16",
+                 template_dir: Path | None = None) -> None:  # fmt: skip
+        self.client = client
+        self.problem_source = problem_source
+        self.per_call = per_call
+        self.dtype = dtype
+        self.template_dir = template_dir
+        self.exchanges: list[Exchange] = []
+
+    def diagnose(self, kernel: Kernel, *, peaks: Peaks, profile: Profile | None, roofline: Roofline | None,
+                 floor: Floor | None, measured_ms: float | None, max_bottlenecks: int = 2) -> Diagnosis:  # fmt: skip
+        prompt = build_diagnosis_prompt(
+            problem_source=self.problem_source, kernel_source=kernel.source, peaks=peaks, profile=profile,
+            roofline=roofline, floor=floor, measured_ms=measured_ms, dtype=self.dtype,
+            max_bottlenecks=max_bottlenecks, template_dir=self.template_dir,
+        )  # fmt: skip
+        for purpose in ("diagnose", "repair"):
+            call = self.client.complete(prompt)
+            if call.status != "ok":
+                self._record(purpose, prompt, call, f"no reply: {call.status}: {call.reason}")
+                break
+            try:
+                bottlenecks = parse_diagnosis(call.text, max_bottlenecks)
+            except ReplyParseError as e:
+                self._record(purpose, prompt, call, str(e))
+                prompt = f"{prompt}\n\n{repair_prompt(call.text, e, template_dir=self.template_dir)}"
+                continue
+            self._record(purpose, prompt, call)
+            return Diagnosis(bottlenecks=bottlenecks, source="llm", roofline=roofline)
+        log.warning("LLM diagnosis failed; falling back to the roofline rules")
+        return rules_diagnosis(roofline)
+
+    def propose(self, parent: Kernel, diagnosis: Diagnosis, history: list[Attempt]) -> list[Kernel]:
+        targets = diagnosis.bottlenecks or rules_diagnosis(diagnosis.roofline).bottlenecks or [None]
+        tried = {a.kernel_hash for a in history} | {parent.hash}
+        out: list[Kernel] = []
+        for i in range(self.per_call):
+            bottleneck = targets[i % len(targets)]
+            prompt = build_optimization_prompt(
+                problem_source=self.problem_source, kernel_source=parent.source,
+                bottleneck=bottleneck or Bottleneck(category="underutilized", summary="no diagnosis: make it faster"),
+                attempts=history, dtype=self.dtype, template_dir=self.template_dir,
+            )  # fmt: skip
+            kernel = self._kernel_from("optimize", prompt, parent, note=f"LLM rewrite for: {_summary(bottleneck)}")
+            if kernel is not None and kernel.hash not in tried:
+                tried.add(kernel.hash)
+                out.append(kernel)
+        return out
+
+    def refine(self, kernel: Kernel, verdict: Verdict) -> Kernel | None:
+        """A corrected kernel after a failed verification, or None when the model gives none."""
+        prompt = build_refinement_prompt(problem_source=self.problem_source, kernel_source=kernel.source,
+                                         verdict=verdict, dtype=self.dtype, template_dir=self.template_dir)  # fmt: skip
+        return self._kernel_from("refine", prompt, kernel, note=f"refined after {verdict.status}: {verdict.reason[:80]}")
+
+    def reflect(self, bottleneck: Bottleneck, *, parent: Kernel, child: Kernel, parent_ms: float | None,
+                child_ms: float | None, verdict: Verdict | None) -> Reflection | None:  # fmt: skip
+        prompt = build_reflection_prompt(bottleneck=bottleneck, parent_ms=parent_ms, child_ms=child_ms, verdict=verdict,
+                                         note=child.note, parent_source=parent.source, child_source=child.source,
+                                         template_dir=self.template_dir)  # fmt: skip
+        call = self.client.complete(prompt)
+        if call.status != "ok":
+            self._record("reflect", prompt, call, f"no reply: {call.status}: {call.reason}")
+            return None
+        try:
+            reflection = parse_reflection(call.text)
+        except ReplyParseError as e:
+            self._record("reflect", prompt, call, str(e))
+            return None
+        self._record("reflect", prompt, call)
+        return reflection
+
+    def _kernel_from(self, purpose: Purpose, prompt: str, parent: Kernel, note: str) -> Kernel | None:
+        call = self.client.complete(prompt)
+        if call.status != "ok":
+            self._record(purpose, prompt, call, f"no reply: {call.status}: {call.reason}")
+            return None
+        try:
+            source = extract_kernel(call.text)
+        except ReplyParseError as e:
+            self._record(purpose, prompt, call, str(e))
+            return None
+        self._record(purpose, prompt, call)
+        return Kernel(source=source, origin="llm", parent_hash=parent.hash, note=note)
+
+    def _record(self, purpose: Purpose, prompt: str, call: LLMCall, parse_error: str = "") -> None:
+        self.exchanges.append(Exchange(purpose=purpose, prompt=prompt, call=call, parse_error=parse_error))
+
+
+def _summary(bottleneck: Bottleneck | None) -> str:
+    return bottleneck.summary[:80] if bottleneck else "no diagnosis"
