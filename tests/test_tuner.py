@@ -73,3 +73,26 @@ def test_proposals_for_the_input_kernels_verify(name: str, tmp_path) -> None:
         path.write_text(kernel.source)
         verdict = verify_kernel(spec, str(path))
         assert verdict.passed, f"{kernel.note}: {verdict.status}: {verdict.reason}"
+
+
+def test_grid_swap_rewrites_grid_and_program_ids_and_still_verifies(tmp_path) -> None:
+    parent = input_kernel("82")
+    (knob,) = [k for k in find_knobs(parent.source) if k.kind == "grid"]
+    swapped = apply(parent.source, {knob: 1})
+    assert "grid = (triton.cdiv(OH, BLOCK_H) * num_w_tiles, N * C)" in swapped
+    assert "plane = tl.program_id(1)" in swapped and "tile = tl.program_id(0)" in swapped
+    path = tmp_path / "swapped.py"
+    path.write_text(swapped)
+    spec = RunSpec(problem_path=resolve_problem("82").problem_path, shapes="small", device="cpu")
+    assert verify_kernel(spec, str(path)).passed
+
+
+def test_no_grid_knob_when_an_axis_is_not_a_literal() -> None:
+    source = input_kernel("82").source.replace("tl.program_id(1)", "tl.program_id(AXIS)")
+    assert not [k for k in find_knobs(source) if k.kind == "grid"]
+    assert not [k for k in find_knobs(input_kernel("04").source) if k.kind == "grid"]  # a 1-D grid
+
+
+def test_llm_kernels_get_their_knobs_tuned_too() -> None:
+    llm_kernel = input_kernel("43").model_copy(update={"origin": "llm"})
+    assert TunerProposer(per_call=3).propose(llm_kernel, diagnosis("memory"), [])

@@ -7,13 +7,16 @@ the direction the diagnosis points:
   is an int literal, a name assigned an int literal in the wrapper (``BLOCK_K = 512``), or the int cap
   of a ``min(...)``/``max(...)`` (``BLOCK_CO = min(next_power_of_2(C), 32)``); kept powers of two;
 - ``num_warps`` and ``num_stages`` of each launch, added to the launch when absent (Triton's defaults
-  are 4 warps and 3 stages; stages only for kernels that loop).
+  are 4 warps and 3 stages; stages only for kernels that loop);
+- the grid mapping: for a launch with a grid of two or more axes (a tuple, inline or assigned once),
+  swap axes 0 and 1 in the grid and in the kernel's ``tl.program_id``/``tl.num_programs`` calls, which
+  changes the order programs run in and so what they share in L2.
 
 Directions: memory-bound wants more bytes in flight (wider blocks, more warps, deeper pipelining);
 underutilized wants more programs with fewer warps each (smaller blocks); compute-bound tries both
 sizes and more warps. Single changes come first, then pairs; ties are broken by a seeded shuffle, so
 a seed gives the same proposals every time. A kernel already tried (by hash) is never proposed again.
-Grid remappings are not attempted. Each proposal is an ordinary candidate: verified, then timed.
+Each proposal is an ordinary candidate: verified, then timed (a swap that breaks a grid limit fails there).
 """
 
 from __future__ import annotations
@@ -26,15 +29,16 @@ from typing import Literal
 
 from beamsearch.schema import Attempt, Diagnosis, Kernel
 
-KnobKind = Literal["block", "warps", "stages"]
+KnobKind = Literal["block", "warps", "stages", "grid"]
 TRITON_DEFAULTS = {"num_warps": 4, "num_stages": 3}
-LIMITS = {"block": (1, 8192), "warps": (1, 16), "stages": (1, 6)}
+LIMITS = {"block": (1, 8192), "warps": (1, 16), "stages": (1, 6), "grid": (0, 1)}
 # Multipliers per knob kind for each bottleneck; stages move by +-1.
+# Multipliers per knob kind for each bottleneck; stages move by +-1; the grid knob goes 0 -> 1 (swapped).
 MOVES: dict[str, dict[KnobKind, list[float]]] = {
-    "memory": {"block": [2, 4], "warps": [2], "stages": [+1]},
-    "underutilized": {"block": [0.5, 0.25], "warps": [0.5, 2], "stages": [-1]},
-    "compute": {"block": [2, 0.5], "warps": [2, 0.5], "stages": [+1]},
-    "unknown": {"block": [2, 0.5], "warps": [2, 0.5], "stages": [+1, -1]},
+    "memory": {"block": [2, 4], "warps": [2], "stages": [+1], "grid": [+1]},
+    "underutilized": {"block": [0.5, 0.25], "warps": [0.5, 2], "stages": [-1], "grid": []},
+    "compute": {"block": [2, 0.5], "warps": [2, 0.5], "stages": [+1], "grid": [+1]},
+    "unknown": {"block": [2, 0.5], "warps": [2, 0.5], "stages": [+1, -1], "grid": [+1]},
 }
 
 
@@ -75,6 +79,8 @@ def find_knobs(source: str) -> list[Knob]:
                 if const is not None and (const.lineno, const.col_offset) not in seen and (kind != "block" or _pow2(const.value)):
                     seen.add((const.lineno, const.col_offset))
                     knobs.append(Knob(kw.arg, kind, const.value, const.lineno, const.col_offset, const.end_col_offset, launch))
+            if _grid_tuple(call, func) is not None and _program_id_calls(tree, launch) is not None:
+                knobs.append(Knob("grid axes 0<->1", "grid", 0, call.lineno, call.col_offset, call.col_offset, launch))
             present = {kw.arg for kw in call.keywords}
             for option, default in TRITON_DEFAULTS.items():
                 if option in present or (option == "num_stages" and launch not in looping):
@@ -87,7 +93,17 @@ def find_knobs(source: str) -> list[Knob]:
 
 
 def apply(source: str, changes: dict[Knob, int]) -> str:
-    """``source`` with each knob set to its new value; edits go right to left so offsets stay valid."""
+    """``source`` with each knob set to its new value; edits go right to left so offsets stay valid.
+    Grid swaps come last, on the re-parsed result."""
+    swaps = [k.launch for k, v in changes.items() if k.kind == "grid" and v == 1]
+    changes = {k: v for k, v in changes.items() if k.kind != "grid"}
+    source = _apply_literals(source, changes)
+    for launch in swaps:
+        source = swap_grid_axes(source, launch)
+    return source
+
+
+def _apply_literals(source: str, changes: dict[Knob, int]) -> str:
     lines = source.splitlines(keepends=True)
     for knob in sorted(changes, key=lambda k: (k.line, k.col), reverse=True):
         raw = lines[knob.line - 1].encode()
@@ -99,7 +115,7 @@ def apply(source: str, changes: dict[Knob, int]) -> str:
 def moves_for(knob: Knob, bottleneck: str) -> list[int]:
     lo, hi = LIMITS[knob.kind]
     steps = MOVES.get(bottleneck, MOVES["unknown"])[knob.kind]
-    values = [knob.value + int(s) if knob.kind == "stages" else int(knob.value * s) for s in steps]
+    values = [knob.value + int(s) if knob.kind in ("stages", "grid") else int(knob.value * s) for s in steps]
     return [v for v in dict.fromkeys(values) if lo <= v <= hi and v != knob.value]
 
 
@@ -139,7 +155,7 @@ class TunerProposer:
             tier = list(tier)
             rng.shuffle(tier)
             # Within a tier, block sizes first (the largest lever), then warps, then stages.
-            order = {"block": 0, "warps": 1, "stages": 2}
+            order = {"block": 0, "warps": 1, "grid": 2, "stages": 3}
             ranked += sorted(tier, key=lambda c: min(order[k.kind] for k in c))
         return ranked
 
@@ -153,7 +169,8 @@ def _bottleneck_of(diagnosis: Diagnosis) -> str:
 
 
 def _describe(changes: dict[Knob, int]) -> str:
-    return ", ".join(f"{k.name} {k.value} -> {v}" + (f" ({k.launch})" if k.kind != "block" else "")
+    return ", ".join((f"{k.name} ({k.launch})" if k.kind == "grid" else f"{k.name} {k.value} -> {v}")
+                     + (f" ({k.launch})" if k.kind in ("warps", "stages") else "")
                      for k, v in sorted(changes.items(), key=lambda kv: (kv[0].line, kv[0].col)))  # fmt: skip
 
 
@@ -209,3 +226,48 @@ def _is_int(node: ast.AST) -> bool:
 
 def _pow2(n: int) -> bool:
     return n > 0 and n & (n - 1) == 0
+
+
+def swap_grid_axes(source: str, launch: str) -> str:
+    """Swap grid axes 0 and 1 of ``launch``: in its grid tuple and its program_id/num_programs calls."""
+    tree = ast.parse(source)
+    grid = next((g for func in [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)] + [tree]
+                 for call in _launches(func, {launch}) if (g := _grid_tuple(call, func)) is not None), None)  # fmt: skip
+    axis_literals = _program_id_calls(tree, launch)
+    if grid is None or axis_literals is None:
+        return source
+    first, second = grid.elts[0], grid.elts[1]
+    edits = [(first, ast.get_source_segment(source, second)), (second, ast.get_source_segment(source, first))]
+    edits += [(lit, str(1 - lit.value)) for lit in axis_literals if lit.value in (0, 1)]
+    lines = source.splitlines(keepends=True)
+    for node, text in sorted(edits, key=lambda e: (e[0].lineno, e[0].col_offset), reverse=True):
+        if node.lineno != node.end_lineno:
+            return source  # a grid element over several lines: leave the kernel alone
+        raw = lines[node.lineno - 1].encode()
+        lines[node.lineno - 1] = (raw[: node.col_offset] + text.encode() + raw[node.end_col_offset :]).decode()
+    return "".join(lines)
+
+
+def _grid_tuple(call: ast.Call, scope: ast.AST) -> ast.Tuple | None:
+    grid = call.func.slice
+    if isinstance(grid, ast.Name):
+        assigned = [n.value for n in _own_nodes(scope) if isinstance(n, ast.Assign) and len(n.targets) == 1
+                    and isinstance(n.targets[0], ast.Name) and n.targets[0].id == grid.id]  # fmt: skip
+        grid = assigned[0] if len(assigned) == 1 else None
+    return grid if isinstance(grid, ast.Tuple) and len(grid.elts) >= 2 else None
+
+
+def _program_id_calls(tree: ast.Module, launch: str) -> list[ast.Constant] | None:
+    """The axis literals of ``tl.program_id``/``tl.num_programs`` in the jit function ``launch``;
+    None when the function is not found or an axis is not a literal (then a swap is unsafe)."""
+    func = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == launch), None)
+    if func is None:
+        return None
+    literals = []
+    for node in ast.walk(func):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("program_id", "num_programs"):
+            axis = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "axis"), None)
+            if not _is_int(axis):
+                return None
+            literals.append(axis)
+    return literals
