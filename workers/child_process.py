@@ -88,7 +88,10 @@ def run_child(module: str, request: BaseModel, timeout_s: float, device: str) ->
     key = (module, device.startswith("cpu"))
     with _spares_lock:
         child = _spares.pop(key, None)
-        if child is None or child.proc.poll() is not None:
+        if child is not None and child.proc.poll() is not None:  # a spare that died while idle
+            _discard(child)
+            child = None
+        if child is None:
             child = _spawn(module, device)
         _spares[key] = _spawn(module, device)  # imports while this job runs
     req_path, res_path = child.folder / "request.json", child.folder / "result.json"
@@ -143,8 +146,12 @@ def _kill_spares() -> None:
         _spares.clear()
     for child in spares:
         _kill(child)
-        child.log.close()
-        shutil.rmtree(child.folder, ignore_errors=True)
+        _discard(child)
+
+
+def _discard(child: _Child) -> None:
+    child.log.close()
+    shutil.rmtree(child.folder, ignore_errors=True)
 
 
 def serve(request_model: type[Req], handle: Callable[[Req], BaseModel]) -> None:
