@@ -201,6 +201,14 @@ def test_effective_peaks_prefers_measured(cache_dir: Path) -> None:
         assert p.source[field].startswith("datasheet: NVIDIA H100")
 
 
+def test_dram_ceiling_is_the_faster_of_copy_and_read(cache_dir: Path) -> None:
+    # A read-only stream beats a copy (no read/write turnaround): the floor must not be beaten by it.
+    save_peaks(_measured(copy_gbps=2900.0, read_gbps=3100.0))
+    assert effective_peaks("NVIDIA H100 80GB HBM3").dram_gbps == 3100.0
+    save_peaks(_measured(copy_gbps=2900.0))  # a cache from before reads were measured
+    assert effective_peaks("NVIDIA H100 80GB HBM3").dram_gbps == 2900.0
+
+
 def test_effective_peaks_with_given_specs(cache_dir: Path) -> None:
     specs = GPU_SPECS["L40S"].model_copy(update={"name": "Mystery", "source": "my notes"})
     p = effective_peaks("NVIDIA Mystery GPU", specs)  # unknown name, but specs given: no error
