@@ -7,6 +7,7 @@
 # PART dobench:  our clock against triton.testing.do_bench on the same kernels and inputs.
 # PART overhead: the harness's overhead per candidate (scripts/harness_overhead.py).
 # PART tests:    the GPU tests (pytest -m gpu).
+# PART floorcheck: peaks with the read stream, and bench of the tuner's best matvec against the floor.
 # PART profile:  measured peaks (python -m profiling.peaks), ncu profiles of the five input kernels with
 #                roofline and floor (scripts/profile_inputs.py), the profiling GPU tests, one bench with
 #                the floor column.
@@ -37,6 +38,24 @@ overhead)
   python scripts/harness_overhead.py --json "$OUT/overhead.json" ;;
 tests)
   python -m pytest -q -m gpu 2>&1 | tail -15 | tee "$OUT/pytest_gpu.txt" ;;
+floorcheck)
+  # The read-bandwidth ceiling against the tuner's best matvec (regenerated: the tuner is deterministic).
+  python -m profiling.peaks --json > "$OUT/peaks.json" && python -m profiling.peaks
+  python - "$OUT" <<'PY'
+import sys
+from pathlib import Path
+from beamsearch.problems import resolve_problem
+from beamsearch.schema import Diagnosis, Kernel, Roofline
+from workers.proposers.tuner import TunerProposer
+src = Path(resolve_problem("04").input_kernel_path).read_text()
+roof = Roofline(compute_sol_pct=17.7, memory_sol_pct=60.9, bottleneck="memory", at_roofline=False,
+                underutilized_below_pct=60, at_roofline_pct=90)
+props = TunerProposer(per_call=16).propose(Kernel(source=src, origin="input"), Diagnosis(bottlenecks=[], source="rules", roofline=roof), [])
+best = next(k for k in props if k.note.startswith("BLOCK_K 512 -> 2048, num_warps 4 -> 8"))
+Path(sys.argv[1], "tuned_04.py").write_text(best.source)
+PY
+  python -m beamsearch.bench --problem 04 --kernel artifacts/04*/input_kernel.py "$OUT/tuned_04.py" $(ls .ka/04/optimized_kernel_beam_search.py 2>/dev/null) --json > "$OUT/bench_04.json"
+  render "$OUT/bench_04.json" ;;
 profile)
   which ncu; ncu --version | tail -1
   python -m profiling.peaks --json > "$OUT/peaks.json" && python -m profiling.peaks
