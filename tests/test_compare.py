@@ -28,6 +28,12 @@ def test_counts_mismatches_nan_and_unwritten_separately() -> None:
     assert cmp.first_bad_index == 1 and not cmp.passed
 
 
+def test_finite_output_where_the_reference_is_not_is_a_mismatch() -> None:
+    ref = torch.tensor([float("inf"), float("nan"), 1.0])
+    cmp = compare(torch.tensor([0.0, 0.0, 1.0]), ref, TOL)
+    assert cmp.n_mismatched == 2 and not cmp.passed
+
+
 def test_nan_in_both_is_not_an_error() -> None:
     ref = torch.tensor([float("nan"), 1.0])
     assert compare(ref.clone(), ref, TOL).passed

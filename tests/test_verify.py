@@ -15,6 +15,7 @@ BAD_KERNELS = {
     "pointer_cache.py": ("incorrect", "values_after_inputs_changed", "inputs changed in place"),
     "torch_compute.py": ("incorrect", "pytorch_compute", "aten::mul"),
     "mutates_input.py": ("incorrect", "inputs_unchanged", "input 0 was modified"),
+    "zeroes_weight.py": ("incorrect", "inputs_unchanged", "model value 'weight' was modified"),
     "nan_output.py": ("incorrect", "finite", "NaN/Inf"),
     "wrong_shape.py": ("incorrect", "output_structure", "shape"),
     "wrong_dtype.py": ("incorrect", "output_structure", "dtype"),

@@ -49,6 +49,7 @@ def compare(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> Comparison:
         # Where both are non-finite they must agree (NaN with NaN, +Inf with +Inf).
         both_nonfinite = ~torch.isfinite(of) & ~ref_finite
         bad |= both_nonfinite & ~((torch.isnan(of) & torch.isnan(r)) | (of == r))
+        bad |= torch.isfinite(of) & ~ref_finite  # a finite number where the reference is NaN or Inf
         result.n_unwritten += int(unwritten.sum())
         result.n_unexpected_nonfinite += int(nonfinite.sum())
         result.n_mismatched += int(bad.sum())

@@ -113,15 +113,17 @@ def _verify(req: VerifyRequest, checks: Checks) -> None:
             call = bind(kernel_fn, instance.inputs, model_values(instance.model))
         except BindError as e:
             raise Failed("bind_failed", str(e)) from e
-        snapshot = [t.clone() if isinstance(t, torch.Tensor) else t for t in instance.inputs]
+        snapshot = _snapshot(call)
         _check_call(call, reference, req, checks, f"seed {seed}")
-        _check_inputs_unchanged(call.inputs, snapshot, checks, f"seed {seed}")
+        _check_unchanged(snapshot, checks, f"seed {seed}")
         if i == 0:
             # Same tensors, new values: a kernel that caches results by pointer returns the old answer.
             fresh_values_into(module, spec, seed + POINTER_CHECK_SEED_OFFSET, call.inputs)
             reference = reference_output(instance, spec)
+            snapshot = _snapshot(call)
             _check_call(call, reference, req, checks, f"seed {seed}, inputs changed in place",
                         values_check="values_after_inputs_changed")
+            _check_unchanged(snapshot, checks, f"seed {seed}, inputs changed in place")
 
 
 def _load_kernel_function(path: str) -> Callable[..., Any]:
@@ -204,11 +206,17 @@ def _structure_problem(outs: list[Any], refs: list[Any], req: VerifyRequest) -> 
     return None
 
 
-def _check_inputs_unchanged(inputs: list[Any], snapshot: list[Any], checks: Checks, where: str) -> None:
-    for k, (now, before) in enumerate(zip(inputs, snapshot, strict=True)):
-        if isinstance(now, torch.Tensor):
-            same = now.shape == before.shape and bool((_bits(now) == _bits(before)).all())
-            checks.record("inputs_unchanged", same, f"input {k} was modified by kernel_function ({where})")
+def _snapshot(call: BoundCall) -> list[tuple[str, torch.Tensor, torch.Tensor]]:
+    """Copies of every tensor the kernel is given: its inputs and the model values (weight, bias...)."""
+    named = [(f"input {k}", t) for k, t in enumerate(call.inputs)]
+    named += [(f"model value '{name}'", t) for name, t in call.kwargs.items()]
+    return [(label, t, t.clone()) for label, t in named if isinstance(t, torch.Tensor)]
+
+
+def _check_unchanged(snapshot: list[tuple[str, torch.Tensor, torch.Tensor]], checks: Checks, where: str) -> None:
+    for label, now, before in snapshot:
+        same = now.shape == before.shape and bool((_bits(now) == _bits(before)).all())
+        checks.record("inputs_unchanged", same, f"{label} was modified by kernel_function ({where})")
 
 
 def _bits(t: torch.Tensor) -> torch.Tensor:
