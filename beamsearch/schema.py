@@ -68,8 +68,9 @@ VerdictStatus = Literal[
     "incorrect",  # ran, but a check failed (values, shape, unwritten output, mutation, PyTorch compute...)
     "compile_failed",  # the file does not import, defines no kernel_function, or Triton fails to compile
     "bind_failed",  # kernel_function's signature cannot be bound to the problem's inputs and parameters
-    "runtime_error",  # kernel_function raised (illegal memory access, out of memory, assertion, ...)
-    "crashed",  # the child process died without a verdict (signal, os._exit, sys.exit)
+    "runtime_error",  # kernel_function raised (illegal memory access, out of memory, sys.exit, and, under
+    # the interpreter, Triton errors that a GPU build reports as compile_failed)
+    "crashed",  # the child process died without a verdict (a signal, os._exit)
     "timeout",  # the child was killed after the time limit
     "problem_error",  # the problem itself (not the kernel) failed to load or run, or the device is missing
 ]
@@ -107,6 +108,8 @@ class Timing(Record):
     min_ms: float
     n: int
     warmup_n: int
+    device_end_n: int = Field(0, description="repetitions timed to the device-wide end: the call left work "
+                                             "on another stream, or the host woke late from the sync")
     method: str
     device_name: str
     on_gpu: bool

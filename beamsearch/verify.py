@@ -9,7 +9,7 @@ from rich.table import Table
 
 from beamsearch.cli_common import add_run_options, fail, resolve_run
 from beamsearch.schema import Verdict
-from workers.verify import DEFAULT_VERIFY_TIMEOUT_S, verify_kernel
+from workers.verify import DEFAULT_VERIFY_TIMEOUT_S, MIN_SEEDS, verify_kernel
 
 
 def render_verdict(verdict: Verdict, console: Console) -> None:
@@ -42,8 +42,8 @@ def main(argv: list[str] | None = None) -> None:
     kernel = args.kernel or problem.input_kernel_path
     if kernel is None:
         fail(f"problem {problem.name} has no input_kernel.py; pass --kernel")
-    if len(args.seeds) < 3:
-        fail("--seeds: at least 3 seeds of fresh inputs are required")
+    if len(set(args.seeds)) < MIN_SEEDS:
+        fail(f"--seeds: at least {MIN_SEEDS} distinct seeds of fresh inputs are required")
     verdict = verify_kernel(spec, kernel, seeds=args.seeds, timeout_s=args.timeout)
     if args.json:
         print(verdict.model_dump_json(indent=2))

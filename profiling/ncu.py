@@ -70,7 +70,10 @@ def profile_kernel(
         if not res.is_file():
             tail = (output.strip().splitlines() or [""])[-1][:300]
             return Profile(available=False, reason=f"the profiled process died (exit {returncode}): {tail}", **common)
-        call = ProfiledCall.model_validate_json(res.read_text())
+        try:
+            call = ProfiledCall.model_validate_json(res.read_text())
+        except ValueError as e:  # pydantic's ValidationError included
+            return Profile(available=False, reason=f"unreadable result from the profiled process: {e}", **common)
         if call.status != "ok":
             return Profile(available=False, reason=f"the profiled call failed: {call.reason}", **common)
         return _profile_from(parse_raw_csv(text), call, common)

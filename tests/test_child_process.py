@@ -2,29 +2,65 @@
 
 from __future__ import annotations
 
+import os
+import time
+from pathlib import Path
+
 from beamsearch.schema import RunSpec
 from tests.conftest import KERNELS
 from workers import child_process
 from workers.verify import verify_kernel
 
 
+def spare_of(module: str) -> child_process._Child:
+    return next(child for (name, _), child in child_process._spares.items() if name == module)
+
+
 def test_each_job_gets_a_fresh_process_and_a_spare_waits(scale_spec: RunSpec) -> None:
     verify_kernel(scale_spec, str(KERNELS / "good.py"))
-    spare = child_process._spares[("workers.verify_child", True)]
+    spare = spare_of("workers.verify_child")
     assert spare.proc.poll() is None  # alive, waiting for a job
     verdict = verify_kernel(scale_spec, str(KERNELS / "good.py"))
     assert verdict.passed
     assert spare.proc.poll() == 0  # it was used for that job, and exited
     assert not spare.folder.exists()  # its folder is gone
-    assert child_process._spares[("workers.verify_child", True)] is not spare
+    assert spare_of("workers.verify_child") is not spare
     child_process._kill_spares()
     assert not child_process._spares
 
 
-def test_files_a_kernel_writes_to_its_cwd_are_removed(scale_spec: RunSpec, tmp_path, monkeypatch) -> None:
-    kernel = tmp_path / "writes_cwd.py"
+def kernel_doing(tmp_path, body: str):
+    """good.py, plus ``body`` run at import time inside the child."""
     source = (KERNELS / "good.py").read_text().replace("os.path.dirname(os.path.abspath(__file__))", repr(str(KERNELS)))
-    kernel.write_text(source.replace("def kernel_function", "open('junk.txt', 'w').write('x')\n\n\ndef kernel_function"))
-    monkeypatch.chdir(tmp_path)
-    assert verify_kernel(scale_spec, str(kernel)).passed
-    assert not (tmp_path / "junk.txt").exists()
+    path = tmp_path / "kernel.py"
+    path.write_text(source.replace("def kernel_function", body + "\n\n\ndef kernel_function"))
+    return str(path)
+
+
+def test_the_kernels_cwd_and_what_it_wrote_there_are_removed(scale_spec: RunSpec, tmp_path) -> None:
+    record = tmp_path / "cwd.txt"
+    kernel = kernel_doing(tmp_path, f"open('junk.txt', 'w').write('x')\nopen({str(record)!r}, 'w').write(os.getcwd())")
+    assert verify_kernel(scale_spec, kernel).passed
+    cwd = record.read_text()
+    assert "beamsearch-child-" in cwd and not os.path.exists(cwd)
+
+
+def test_processes_a_kernel_starts_do_not_outlive_its_job(scale_spec: RunSpec, tmp_path) -> None:
+    record = tmp_path / "pid.txt"
+    body = f"import subprocess\nopen({str(record)!r}, 'w').write(str(subprocess.Popen(['sleep', '60']).pid))"
+    assert verify_kernel(scale_spec, kernel_doing(tmp_path, body)).passed
+    pid = int(record.read_text())
+    time.sleep(0.5)
+    status = Path(f"/proc/{pid}/status")
+    # Gone, or a zombie waiting for init to reap it: either way no longer running.
+    assert not status.exists() or "State:\tZ" in status.read_text()
+
+
+def test_a_spare_from_another_environment_is_not_reused(scale_spec: RunSpec, monkeypatch) -> None:
+    verify_kernel(scale_spec, str(KERNELS / "good.py"))
+    old_spares = set(child_process._spares)
+    monkeypatch.setenv("BEAMSEARCH_LOCK_DIR", "/tmp/beamsearch-test-other-locks")
+    verify_kernel(scale_spec, str(KERNELS / "good.py"))
+    assert old_spares <= set(child_process._spares)  # the first spare is still there, unused
+    assert len(set(child_process._spares) - old_spares) == 1
+    child_process._kill_spares()

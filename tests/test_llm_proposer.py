@@ -106,3 +106,17 @@ def test_refine_and_reflect(server, proposer) -> None:
 def test_rules_diagnosis_follows_the_roofline() -> None:
     assert rules_diagnosis(ROOFLINE).bottlenecks[0].category == "compute"
     assert rules_diagnosis(None).bottlenecks == []
+
+
+def test_structured_output_where_supported_and_the_wrapped_reply_parses(server, monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv(KEY_ENV, "sk-test-dummy")
+    monkeypatch.setenv("BEAMSEARCH_CACHE_DIR", str(tmp_path))
+    client = LLMClient(LLMConfig(model="openai/gpt-4o", api_base=server.api_base, api_key_env=KEY_ENV,
+                                 timeout_s=2.0, max_retries=0))  # fmt: skip
+    proposer = LLMProposer(client, "problem source")
+    server.script(Reply('{"bottlenecks": [{"category": "memory", "summary": "strided loads"}]}'))
+    diagnosis = diagnose(proposer)
+    assert diagnosis.source == "llm" and diagnosis.bottlenecks[0].summary == "strided loads"
+    (request,) = server.chat_requests()
+    schema = request.body["response_format"]["json_schema"]["schema"]
+    assert "bottlenecks" in schema["properties"]

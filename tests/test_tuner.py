@@ -41,6 +41,7 @@ def test_min_cap_and_inserted_launch_options_rewrite_to_valid_code() -> None:
 def test_direction_follows_the_bottleneck() -> None:
     up = TunerProposer(per_call=2).propose(input_kernel("43"), diagnosis("memory"), [])
     down = TunerProposer(per_call=2).propose(input_kernel("43"), diagnosis("underutilized"), [])
+    assert len(up) == len(down) == 2
     assert all("BLOCK 256 -> 512" in k.note or "BLOCK 256 -> 1024" in k.note for k in up)
     assert all("BLOCK 256 -> 128" in k.note or "BLOCK 256 -> 64" in k.note for k in down)
 
@@ -68,7 +69,9 @@ def test_a_kernel_without_launches_has_no_proposals() -> None:
 def test_proposals_for_the_input_kernels_verify(name: str, tmp_path) -> None:
     problem = resolve_problem(name)
     spec = RunSpec(problem_path=problem.problem_path, shapes="small", device="cpu")
-    for i, kernel in enumerate(TunerProposer(per_call=2).propose(input_kernel(name), diagnosis("memory"), [])):
+    proposals = TunerProposer(per_call=2).propose(input_kernel(name), diagnosis("memory"), [])
+    assert len(proposals) == 2
+    for i, kernel in enumerate(proposals):
         path = tmp_path / f"proposal_{i}.py"
         path.write_text(kernel.source)
         verdict = verify_kernel(spec, str(path))
@@ -96,3 +99,25 @@ def test_no_grid_knob_when_an_axis_is_not_a_literal() -> None:
 def test_llm_kernels_get_their_knobs_tuned_too() -> None:
     llm_kernel = input_kernel("43").model_copy(update={"origin": "llm"})
     assert TunerProposer(per_call=3).propose(llm_kernel, diagnosis("memory"), [])
+
+
+def test_only_constexpr_arguments_are_block_knobs_and_autotuned_launches_keep_their_configs() -> None:
+    source = """
+import triton
+import triton.language as tl
+
+@triton.jit
+def k(x, n, BLOCK: tl.constexpr):
+    pass
+
+@triton.autotune(configs=[], key=["n"])
+@triton.jit
+def k2(x, n, BLOCK: tl.constexpr):
+    pass
+
+def kernel_function(x):
+    k[(1,)](x, n=4096, BLOCK=256)
+    k2[(1,)](x, n=4096)
+    k[(1,)]()
+"""
+    assert [(k.name, k.launch) for k in find_knobs(source)] == [("BLOCK", "k"), ("num_warps", "k")]

@@ -50,9 +50,6 @@ class BoundCall:
     def __call__(self) -> Any:
         return self.fn(*self.inputs, **self.kwargs)
 
-    def describe(self) -> str:
-        names = ", ".join(f"{k}={_short(v)}" for k, v in self.kwargs.items())
-        return f"kernel_function(<{len(self.inputs)} inputs>{', ' if names else ''}{names})"
 
 
 def model_values(model: Any) -> dict[str, Any]:
@@ -111,9 +108,3 @@ def _squeeze_uniform_tuple(value: Any) -> Any:
         return value[0]
     return value
 
-
-def _short(value: Any) -> str:
-    shape = getattr(value, "shape", None)
-    if shape is not None:
-        return f"<tensor {tuple(shape)} {getattr(value, 'dtype', '')}>"
-    return repr(value)

@@ -15,6 +15,7 @@ their stdin closes (the parent exits) and are killed at interpreter exit.
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import shutil
 import signal
@@ -32,6 +33,8 @@ from pydantic import BaseModel
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 TAIL_CHARS = 4000
+CHILD_FOLDER_PREFIX = "beamsearch-child-"
+log = logging.getLogger(__name__)
 
 Req = TypeVar("Req", bound=BaseModel)
 
@@ -63,7 +66,7 @@ class ChildRun:
 @dataclass
 class _Child:
     proc: subprocess.Popen
-    folder: Path  # its working directory: requests, results, output log, and whatever the kernel writes
+    folder: Path  # request, result, output log, and work/: the kernel's cwd
     log: IO[bytes]
 
 
@@ -84,16 +87,31 @@ def child_env(device: str) -> dict[str, str]:
 
 
 def run_child(module: str, request: BaseModel, timeout_s: float, device: str) -> ChildRun:
-    """Run ``module``'s ``serve`` on ``request`` in a fresh process; never raises for what the child does."""
-    key = (module, device.startswith("cpu"))
+    """Run ``module``'s ``serve`` on ``request`` in a fresh process; never raises for what the child does.
+
+    Whatever happens (a timeout, an exception or Ctrl-C in the caller), the child's whole process group
+    is killed afterwards, so nothing a kernel started outlives its job, and its folder is removed.
+    """
+    env = child_env(device)
+    key = (module, hash(frozenset(env.items())))  # a spare started under another environment is not reused
     with _spares_lock:
         child = _spares.pop(key, None)
         if child is not None and child.proc.poll() is not None:  # a spare that died while idle
             _discard(child)
             child = None
-        if child is None:
-            child = _spawn(module, device)
-        _spares[key] = _spawn(module, device)  # imports while this job runs
+        child = child or _spawn(module, env)
+        try:
+            _spares[key] = _spawn(module, env)  # imports while this job runs
+        except OSError as e:
+            log.warning("could not start a spare child: %s", e)
+    try:
+        return _run_job(child, request, timeout_s)
+    finally:
+        _kill(child)
+        _discard(child)
+
+
+def _run_job(child: _Child, request: BaseModel, timeout_s: float) -> ChildRun:
     req_path, res_path = child.folder / "request.json", child.folder / "result.json"
     req_path.write_text(request.model_dump_json())
     requested_at, start = time.time(), time.perf_counter()
@@ -104,37 +122,45 @@ def run_child(module: str, request: BaseModel, timeout_s: float, device: str) ->
         child.proc.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         timed_out = True
-        _kill(child)
     except BrokenPipeError:  # it died while idle; its exit status and output say why
         child.proc.wait()
     duration = time.perf_counter() - start
+    _kill(child)
     child.log.close()
-    tail = (child.folder / "output.log").read_bytes()[-TAIL_CHARS:].decode(errors="replace")
-    result = res_path.read_text() if res_path.is_file() and not timed_out else ""
-    shutil.rmtree(child.folder, ignore_errors=True)
+    try:
+        tail = (child.folder / "output.log").read_bytes()[-TAIL_CHARS:].decode(errors="replace")
+    except OSError:  # the kernel removed it
+        tail = "(output log removed)"
+    try:
+        result = res_path.read_text() if not timed_out else ""
+    except OSError:
+        result = ""
     status = "timeout" if timed_out else ("ok" if result else "crashed")
     return ChildRun(status, result, child.proc.returncode, tail, duration, requested_at)
 
 
-def _spawn(module: str, device: str) -> _Child:
-    folder = Path(tempfile.mkdtemp(prefix="beamsearch-child-"))
-    log = open(folder / "output.log", "wb")  # noqa: SIM115 - closed when the job ends
+def _spawn(module: str, env: dict[str, str]) -> _Child:
+    folder = Path(tempfile.mkdtemp(prefix=CHILD_FOLDER_PREFIX))
+    work = folder / "work"  # the kernel's cwd: what it writes there goes with the folder
+    work.mkdir()
+    log_file = open(folder / "output.log", "wb")  # noqa: SIM115 - closed when the job ends
     proc = subprocess.Popen(
         [sys.executable, "-m", module],
         stdin=subprocess.PIPE,
-        stdout=log,
+        stdout=log_file,
         stderr=subprocess.STDOUT,
-        env=child_env(device),
-        cwd=folder,  # a kernel that writes files relative to its cwd writes here; removed afterwards
+        env=env,
+        cwd=work,
         start_new_session=True,  # its own process group, killed as a whole
     )
-    return _Child(proc, folder, log)
+    return _Child(proc, folder, log_file)
 
 
 def _kill(child: _Child) -> None:
+    """SIGKILL the child's process group: the child, and anything it started that is still running."""
     try:
         os.killpg(child.proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
+    except (ProcessLookupError, PermissionError):
         pass
     child.proc.wait()
 
@@ -162,7 +188,10 @@ def serve(request_model: type[Req], handle: Callable[[Req], BaseModel]) -> None:
     """
     req_path = sys.stdin.readline().strip()
     res_path = sys.stdin.readline().strip()
-    if not req_path:  # the parent went away before handing over a job
+    if not req_path:  # the parent went away before handing over a job: leave no folder behind
+        folder = Path.cwd().parent
+        if folder.name.startswith(CHILD_FOLDER_PREFIX):
+            shutil.rmtree(folder, ignore_errors=True)
         os._exit(0)
     request = request_model.model_validate_json(Path(req_path).read_text())
     result = handle(request)

@@ -47,19 +47,21 @@ def measure(
         device_name = torch.cuda.get_device_name(torch.device(device))
     else:
         device_name = "cpu"
-    estimate = statistics.median(once(fn) for _ in range(ESTIMATE_REPS if on_gpu else 1))
+    estimate = statistics.median(once(fn)[0] for _ in range(ESTIMATE_REPS if on_gpu else 1))
     n_warmup = _clamp(warmup_ms / max(estimate, 1e-3), 1, max_reps) if on_gpu else 0
     # Interpreter calls take up to seconds each: a handful is enough to label a CPU time.
     n_rep = _clamp(rep_ms / max(estimate, 1e-3), min_reps if on_gpu else min(min_reps, 3), max_reps)
     for _ in range(n_warmup):
         fn()
-    times = [once(fn) for _ in range(n_rep)]
+    reps = [once(fn) for _ in range(n_rep)]
+    times = [ms for ms, _ in reps]
     return Timing(
         median_ms=statistics.median(times),
         mean_ms=statistics.fmean(times),
         std_ms=statistics.pstdev(times),
         min_ms=min(times),
         n=len(times),
+        device_end_n=sum(escaped for _, escaped in reps),
         warmup_n=n_warmup,
         method=GPU_METHOD if on_gpu else CPU_METHOD,
         device_name=device_name,
@@ -69,10 +71,10 @@ def measure(
     )
 
 
-def _cuda_rep_ms(device: torch.device) -> Callable[[Callable[[], Any]], float]:
+def _cuda_rep_ms(device: torch.device) -> Callable[[Callable[[], Any]], tuple[float, bool]]:
     flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device=device)
 
-    def once(fn: Callable[[], Any]) -> float:
+    def once(fn: Callable[[], Any]) -> tuple[float, bool]:
         start, end_stream, end_device = (torch.cuda.Event(enable_timing=True) for _ in range(3))
         torch.cuda.synchronize(device)
         flush.zero_()
@@ -84,15 +86,16 @@ def _cuda_rep_ms(device: torch.device) -> Callable[[Callable[[], Any]], float]:
         end_device.record()
         end_device.synchronize()
         stream_ms, device_ms = start.elapsed_time(end_stream), start.elapsed_time(end_device)
-        return device_ms if device_ms - stream_ms > ESCAPE_MS else stream_ms
+        escaped = device_ms - stream_ms > ESCAPE_MS
+        return (device_ms if escaped else stream_ms), escaped
 
     return once
 
 
-def _cpu_rep_ms(fn: Callable[[], Any]) -> float:
+def _cpu_rep_ms(fn: Callable[[], Any]) -> tuple[float, bool]:
     start = time.perf_counter()
     fn()
-    return (time.perf_counter() - start) * 1e3
+    return (time.perf_counter() - start) * 1e3, False
 
 
 def _clamp(x: float, lo: int, hi: int) -> int:

@@ -49,6 +49,14 @@ def import_file(path: str | Path, module_name: str) -> ModuleType:
     return module
 
 
+def select_device(spec: RunSpec) -> None:
+    """Make the spec's GPU the current one: Triton launches, CUDA events and sleeps use the current
+    device, so with ``cuda:1`` they would otherwise run on GPU 0 against tensors on GPU 1."""
+    device = torch.device(spec.device)
+    if device.type == "cuda" and device.index is not None:
+        torch.cuda.set_device(device)
+
+
 def load_problem_module(spec: RunSpec) -> ModuleType:
     try:
         module = import_file(spec.problem_path, "beamsearch_problem")
@@ -110,10 +118,6 @@ def reference_output(instance: ProblemInstance, spec: RunSpec) -> Any:
     with torch.no_grad(), _strict_fp32():
         return model(*inputs)
 
-
-def eager_output(instance: ProblemInstance) -> Any:
-    with torch.no_grad():
-        return instance.model(*instance.inputs)
 
 
 @contextlib.contextmanager

@@ -31,4 +31,5 @@ def time_target(spec: RunSpec, target: str, *, timeout_s: float = DEFAULT_TIMING
     try:
         return TimingResult.model_validate_json(run.result_json)
     except ValidationError as e:
-        return TimingResult(target=target, status="crashed", reason=f"unreadable timing from the child: {e}")
+        return TimingResult(target=target, status="crashed", reason=f"unreadable timing from the child: {e}",
+                            duration_s=run.duration_s, traceback=run.output_tail)  # fmt: skip

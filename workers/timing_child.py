@@ -20,7 +20,13 @@ from workers.binding import bind, model_values
 from workers.child_process import serve
 from workers.clock import measure
 from workers.gpu_lock import gpu_lock
-from workers.problem_instance import ProblemInstance, import_file, instantiate, load_problem_module
+from workers.problem_instance import (
+    ProblemInstance,
+    import_file,
+    instantiate,
+    load_problem_module,
+    select_device,
+)
 
 COMPILE_MODES = {"compile": None, "compile-max-autotune": "max-autotune-no-cudagraphs"}
 
@@ -42,6 +48,7 @@ def time_in_child(req: TimingRequest) -> TimingResult:
     try:
         if spec.device.startswith("cuda") and not torch.cuda.is_available():
             raise RuntimeError(f"device {spec.device} asked for, but no CUDA GPU is visible")
+        select_device(spec)
         instance = instantiate(load_problem_module(spec), spec, req.seed)
         with torch.no_grad():
             fn = build_callable(req.target, instance)

@@ -10,6 +10,7 @@ from beamsearch.schema import DEFAULT_TOLERANCES, RunSpec, Tolerance, Verdict, V
 from workers.child_process import run_child
 
 DEFAULT_VERIFY_TIMEOUT_S = 300.0
+MIN_SEEDS = 3
 
 
 def verify_kernel(
@@ -24,11 +25,14 @@ def verify_kernel(
 
     Never raises for anything the kernel does: a hang becomes ``timeout``, a dead child ``crashed``.
     """
+    seeds = seeds or [0, 1, 2]
+    if len(set(seeds)) < MIN_SEEDS:
+        raise ValueError(f"verification needs at least {MIN_SEEDS} distinct seeds of fresh inputs, got {seeds}")
     kernel_path = str(Path(kernel_path).expanduser().resolve())
     request = VerifyRequest(
         spec=spec,
         kernel_path=kernel_path,
-        seeds=seeds or [0, 1, 2],
+        seeds=seeds,
         tolerance=tolerance or DEFAULT_TOLERANCES[spec.dtype],
     )
     run = run_child("workers.verify_child", request, timeout_s, spec.device)

@@ -29,6 +29,7 @@ from workers.problem_instance import (
     instantiate,
     load_problem_module,
     reference_output,
+    select_device,
 )
 from workers.torch_guard import TorchComputeGuard
 
@@ -98,8 +99,9 @@ def _verify(req: VerifyRequest, checks: Checks) -> None:
     if spec.device.startswith("cuda") and not torch.cuda.is_available():
         raise Failed("problem_error", f"device {spec.device} asked for, but no CUDA GPU is visible")
     try:
+        select_device(spec)
         module = load_problem_module(spec)
-    except ProblemLoadError as e:
+    except (ProblemLoadError, RuntimeError, ValueError) as e:  # a bad problem file, or cuda:N that is not there
         raise Failed("problem_error", str(e), traceback.format_exc()) from e
     kernel_fn = _load_kernel_function(req.kernel_path)
     checks.results.append(CheckResult(name="imports", passed=True))

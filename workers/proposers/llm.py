@@ -40,6 +40,13 @@ log = logging.getLogger(__name__)
 Purpose = Literal["diagnose", "repair", "optimize", "refine", "reflect"]
 
 
+class DiagnosisReply(Record):
+    """The shape asked for when the provider supports structured output (a top-level object; the parser
+    also takes the bare array the prompt asks for)."""
+
+    bottlenecks: list[Bottleneck]
+
+
 class Exchange(Record):
     purpose: Purpose
     prompt: str
@@ -67,7 +74,7 @@ class LLMProposer:
             max_bottlenecks=max_bottlenecks, template_dir=self.template_dir,
         )  # fmt: skip
         for purpose in ("diagnose", "repair"):
-            call = self.client.complete(prompt)
+            call = self.client.complete(prompt, json_schema=DiagnosisReply.model_json_schema())
             if call.status != "ok":
                 self._record(purpose, prompt, call, f"no reply: {call.status}: {call.reason}")
                 break
@@ -110,7 +117,7 @@ class LLMProposer:
         prompt = build_reflection_prompt(bottleneck=bottleneck, parent_ms=parent_ms, child_ms=child_ms, verdict=verdict,
                                          note=child.note, parent_source=parent.source, child_source=child.source,
                                          template_dir=self.template_dir)  # fmt: skip
-        call = self.client.complete(prompt)
+        call = self.client.complete(prompt, json_schema=Reflection.model_json_schema())
         if call.status != "ok":
             self._record("reflect", prompt, call, f"no reply: {call.status}: {call.reason}")
             return None

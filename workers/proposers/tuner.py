@@ -63,30 +63,34 @@ def find_knobs(source: str) -> list[Knob]:
         tree = ast.parse(source)
     except SyntaxError:
         return []
-    jit_names, looping = _jit_functions(tree)
+    jits = _jit_functions(tree)
     knobs: list[Knob] = []
     seen: set[tuple[int, int]] = set()
     for func in [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)] + [tree]:
-        for call in _launches(func, jit_names):
+        for call in _launches(func, set(jits)):
             launch = call.func.value.id
+            info = jits[launch]
             for kw in call.keywords:
                 if kw.arg in TRITON_DEFAULTS:
                     const = kw.value if _is_int(kw.value) else None
                     kind: KnobKind = "warps" if kw.arg == "num_warps" else "stages"
-                else:
+                elif kw.arg in info.constexprs:
                     const = _block_literal(kw.value, func)
                     kind = "block"
+                else:
+                    continue  # a runtime argument (a size, a stride) is not a knob
                 if const is not None and (const.lineno, const.col_offset) not in seen and (kind != "block" or _pow2(const.value)):
                     seen.add((const.lineno, const.col_offset))
                     knobs.append(Knob(kw.arg, kind, const.value, const.lineno, const.col_offset, const.end_col_offset, launch))
             if _grid_tuple(call, func) is not None and _program_id_calls(tree, launch) is not None:
                 knobs.append(Knob("grid axes 0<->1", "grid", 0, call.lineno, call.col_offset, call.col_offset, launch))
             present = {kw.arg for kw in call.keywords}
+            arguments = [*call.args, *(kw.value for kw in call.keywords)]
             for option, default in TRITON_DEFAULTS.items():
-                if option in present or (option == "num_stages" and launch not in looping):
+                if option in present or info.autotuned or not arguments or (option == "num_stages" and not info.loops):
                     continue
                 kind = "warps" if option == "num_warps" else "stages"
-                last = max([*call.args, *(kw.value for kw in call.keywords)], key=lambda n: (n.end_lineno, n.end_col_offset))
+                last = max(arguments, key=lambda n: (n.end_lineno, n.end_col_offset))
                 line, col = last.end_lineno, last.end_col_offset  # right after the last argument
                 knobs.append(Knob(option, kind, default, line, col, col, launch))
     return knobs
@@ -174,15 +178,26 @@ def _describe(changes: dict[Knob, int]) -> str:
                      for k, v in sorted(changes.items(), key=lambda kv: (kv[0].line, kv[0].col)))  # fmt: skip
 
 
-def _jit_functions(tree: ast.Module) -> tuple[set[str], set[str]]:
-    """Names of @triton.jit functions, and those of them that contain a loop (for num_stages)."""
-    names, looping = set(), set()
+@dataclass(frozen=True)
+class JitInfo:
+    constexprs: frozenset[str]  # parameters annotated tl.constexpr: the only block-size knobs
+    loops: bool  # num_stages matters only for kernels that loop
+    autotuned: bool  # @triton.autotune configs set num_warps/num_stages: do not add them at launch
+
+
+def _jit_functions(tree: ast.Module) -> dict[str, JitInfo]:
+    """The module's @triton.jit functions by name."""
+    found = {}
     for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and any("jit" in ast.unparse(d) for d in node.decorator_list):
-            names.add(node.name)
-            if any(isinstance(n, (ast.For, ast.While)) for n in ast.walk(node)):
-                looping.add(node.name)
-    return names, looping
+        decorators = [ast.unparse(d) for d in node.decorator_list] if isinstance(node, ast.FunctionDef) else []
+        if any("jit" in d for d in decorators):
+            args = node.args.args + node.args.kwonlyargs
+            found[node.name] = JitInfo(
+                constexprs=frozenset(a.arg for a in args if a.annotation is not None and ast.unparse(a.annotation).endswith("constexpr")),
+                loops=any(isinstance(n, (ast.For, ast.While)) for n in ast.walk(node)),
+                autotuned=any("autotune" in d for d in decorators),
+            )
+    return found
 
 
 def _launches(func: ast.AST, jit_names: set[str]) -> list[ast.Call]:
