@@ -201,7 +201,7 @@ def _read_gbps(dev: Any, generator: Any) -> tuple[float, str]:
     nbytes = min(COPY_BYTES, free_bytes // 4) // (4 * 2**20) * (4 * 2**20)
     src = torch.rand(nbytes // 4, dtype=torch.float32, device=dev, generator=generator)
     out = torch.empty((), dtype=torch.float32, device=dev)
-    times_ms = _time_calls(lambda: torch.sum(src, out=out))
+    times_ms = _time_calls(lambda: torch.sum(src, dim=0, out=out))
     median_ms = statistics.median(times_ms)
     return nbytes / (median_ms * 1e-3) / 1e9, f"torch.sum over {nbytes / GIB:.2f} GiB fp32, bytes read / time, n={len(times_ms)}"
 
