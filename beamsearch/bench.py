@@ -15,8 +15,7 @@ from rich.table import Table
 from beamsearch.cli_common import add_run_options, fail, resolve_run
 from beamsearch.schema import BenchReport, BenchRow, RunSpec
 from profiling.gpu_specs import UnknownGpu
-from profiling.roofline import is_suspect, pct_of_floor
-from profiling.work import problem_floor
+from profiling.work import judge_time, problem_floor
 from workers.timing import BUILTIN_TARGETS, time_target
 from workers.verify import verify_kernel
 
@@ -54,8 +53,7 @@ def with_floor(report: BenchReport) -> BenchReport:
     except UnknownGpu as e:
         return report.model_copy(update={"floor_note": str(e).splitlines()[0]})
     rows = [
-        row.model_copy(update={"pct_of_floor": pct_of_floor(floor.floor_ms, row.median_ms),
-                               "suspect": is_suspect(floor.floor_ms, row.median_ms)})  # fmt: skip
+        row.model_copy(update=dict(zip(("pct_of_floor", "suspect"), judge_time(floor, row.median_ms), strict=True)))
         if row.median_ms
         else row
         for row in report.rows

@@ -17,8 +17,8 @@ from beamsearch.schema import Floor, Profile, Record, Roofline, RunSpec, TimingR
 from profiling.gpu_specs import UnknownGpu
 from profiling.metrics import by_section
 from profiling.ncu import profile_kernel
-from profiling.roofline import classify, is_suspect, pct_of_floor
-from profiling.work import problem_floor
+from profiling.roofline import classify
+from profiling.work import judge_time, problem_floor
 from workers.timing import time_target
 
 
@@ -44,8 +44,7 @@ def report_kernel(problem: str, spec: RunSpec, kernel_path: str) -> KernelReport
     else:
         try:
             floor = problem_floor(spec, timing.timing.device_name)
-            pct = pct_of_floor(floor.floor_ms, timing.timing.median_ms)
-            suspect = is_suspect(floor.floor_ms, timing.timing.median_ms)
+            pct, suspect = judge_time(floor, timing.timing.median_ms)
         except UnknownGpu as e:
             note = str(e).splitlines()[0]
     return KernelReport(problem=problem, kernel_path=kernel_path, timing=timing, profile=profile, roofline=roofline,

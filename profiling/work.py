@@ -10,7 +10,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from beamsearch.schema import Floor, RunSpec, Work
 from profiling.peaks import effective_peaks
-from profiling.roofline import floor
+from profiling.roofline import floor, is_suspect, pct_of_floor
 from workers.problem_instance import instantiate, load_problem_module
 
 # The compute rate that bounds a problem in each dtype: tensor cores for bf16/fp16; for fp32 the plain
@@ -50,3 +50,8 @@ def problem_floor(spec: RunSpec, device_name: str) -> Floor:
 def _kind(source: str) -> str:
     """'measured 2026-11-21' or 'datasheet' (the document's name stays in Peaks.source)."""
     return source.split(":")[0]
+
+
+def judge_time(floor_: Floor, median_ms: float) -> tuple[float, bool]:
+    """(% of floor, suspect) of a measured median against the floor."""
+    return pct_of_floor(floor_.floor_ms, median_ms), is_suspect(floor_.floor_ms, median_ms)

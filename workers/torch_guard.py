@@ -77,8 +77,12 @@ def poison_(t: torch.Tensor) -> None:
         raw.fill_(POISON_BYTE)
 
 
+def as_bits(t: torch.Tensor) -> torch.Tensor:
+    """The same memory as integers of the same width: NaN == NaN, -0.0 != 0.0, poison recognisable."""
+    return t.view({1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
+
+
 def unwritten_mask(t: torch.Tensor) -> torch.Tensor:
     """True where every byte of an element still holds the poison pattern (floating outputs only)."""
-    int_view = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()]
-    pattern = POISON_BYTE if int_view is torch.uint8 else -1
-    return t.view(int_view) == pattern
+    bits = as_bits(t)
+    return bits == (POISON_BYTE if bits.dtype is torch.uint8 else -1)

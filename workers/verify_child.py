@@ -31,7 +31,7 @@ from workers.problem_instance import (
     reference_output,
     select_device,
 )
-from workers.torch_guard import TorchComputeGuard
+from workers.torch_guard import TorchComputeGuard, as_bits
 
 POINTER_CHECK_SEED_OFFSET = 1000
 
@@ -222,10 +222,7 @@ def _check_unchanged(snapshot: list[tuple[str, torch.Tensor, torch.Tensor]], che
 
 
 def _bits(t: torch.Tensor) -> torch.Tensor:
-    """Bitwise view, so NaN == NaN and -0.0 != 0.0 for the purpose of 'unchanged'."""
-    if t.is_floating_point():
-        return t.view({1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
-    return t
+    return as_bits(t) if t.is_floating_point() else t
 
 
 def _as_list(x: Any) -> list[Any]:
