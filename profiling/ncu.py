@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -23,7 +22,7 @@ from pathlib import Path
 from beamsearch.schema import Profile, ProfiledCall, ProfileRequest, RunSpec
 from profiling.metrics import metric_keys
 from profiling.ncu_parse import combine, is_own_kernel, kernel_profiles, parse_raw_csv
-from workers.child_process import child_env
+from workers.child_process import child_env, kill_group
 
 DEFAULT_NCU_TIMEOUT_S = 300.0
 NCU_CANDIDATES = ("/usr/local/cuda/bin/ncu", "/opt/nvidia/nsight-compute/ncu")
@@ -113,9 +112,9 @@ def _run(command: list[str], output: Path, timeout_s: float, device: str, cwd: P
         try:
             return proc.wait(timeout=timeout_s), False
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
             return None, True
+        finally:
+            kill_group(proc)  # also whatever the profiled process left running
 
 
 _versions: dict[str, str] = {}

@@ -18,14 +18,13 @@ import triton
 from beamsearch.schema import ProfiledCall, ProfileRequest
 from workers.binding import bind, model_values
 from workers.gpu_lock import gpu_lock
-from workers.problem_instance import import_file, instantiate, load_problem_module, select_device
+from workers.problem_instance import instantiate, load_kernel_function, load_problem_module, select_device
 
 
 def profile_one_call(req: ProfileRequest) -> ProfiledCall:
     select_device(req.spec)
     instance = instantiate(load_problem_module(req.spec), req.spec, req.seed)
-    kernel_fn = import_file(req.kernel_path, "beamsearch_candidate").kernel_function
-    call = bind(kernel_fn, instance.inputs, model_values(instance.model))
+    call = bind(load_kernel_function(req.kernel_path), instance.inputs, model_values(instance.model))
     launched: list[str] = []
     with torch.no_grad():
         call()  # compile and warm up, not profiled

@@ -13,7 +13,8 @@ from workers.verify import verify_kernel
 
 
 def spare_of(module: str) -> child_process._Child:
-    return next(child for (name, _), child in child_process._spares.items() if name == module)
+    """The idle spare for CPU jobs of ``module`` (other tests may have left spares for other devices)."""
+    return child_process._spares[child_process.spare_key(module, child_process.child_env("cpu"))]
 
 
 def test_each_job_gets_a_fresh_process_and_a_spare_waits(scale_spec: RunSpec) -> None:

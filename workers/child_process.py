@@ -86,6 +86,11 @@ def child_env(device: str) -> dict[str, str]:
     return env
 
 
+def spare_key(module: str, env: dict[str, str]) -> tuple[str, int]:
+    """Spares are kept per module and environment: one started under another environment is not reused."""
+    return module, hash(frozenset(env.items()))
+
+
 def run_child(module: str, request: BaseModel, timeout_s: float, device: str) -> ChildRun:
     """Run ``module``'s ``serve`` on ``request`` in a fresh process; never raises for what the child does.
 
@@ -93,7 +98,7 @@ def run_child(module: str, request: BaseModel, timeout_s: float, device: str) ->
     is killed afterwards, so nothing a kernel started outlives its job, and its folder is removed.
     """
     env = child_env(device)
-    key = (module, hash(frozenset(env.items())))  # a spare started under another environment is not reused
+    key = spare_key(module, env)
     with _spares_lock:
         child = _spares.pop(key, None)
         if child is not None and child.proc.poll() is not None:  # a spare that died while idle
@@ -156,13 +161,17 @@ def _spawn(module: str, env: dict[str, str]) -> _Child:
     return _Child(proc, folder, log_file)
 
 
-def _kill(child: _Child) -> None:
-    """SIGKILL the child's process group: the child, and anything it started that is still running."""
+def kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL a process started with ``start_new_session``, and anything it started still running."""
     try:
-        os.killpg(child.proc.pid, signal.SIGKILL)
+        os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-    child.proc.wait()
+    proc.wait()
+
+
+def _kill(child: _Child) -> None:
+    kill_group(child.proc)
 
 
 @atexit.register

@@ -49,6 +49,20 @@ def import_file(path: str | Path, module_name: str) -> ModuleType:
     return module
 
 
+class NoKernelFunction(AttributeError):
+    pass
+
+
+def load_kernel_function(path: str | Path) -> Any:
+    """Import a kernel file and return its ``kernel_function`` (children only: this runs its code).
+
+    Raises whatever the import raises, or NoKernelFunction when the file defines no callable one."""
+    fn = getattr(import_file(path, "beamsearch_candidate"), "kernel_function", None)
+    if not callable(fn):
+        raise NoKernelFunction(f"{path} defines no callable kernel_function")
+    return fn
+
+
 def select_device(spec: RunSpec) -> None:
     """Make the spec's GPU the current one: Triton launches, CUDA events and sleeps use the current
     device, so with ``cuda:1`` they would otherwise run on GPU 0 against tensors on GPU 1."""

@@ -22,8 +22,8 @@ from workers.clock import measure
 from workers.gpu_lock import gpu_lock
 from workers.problem_instance import (
     ProblemInstance,
-    import_file,
     instantiate,
+    load_kernel_function,
     load_problem_module,
     select_device,
 )
@@ -38,8 +38,7 @@ def build_callable(target: str, instance: ProblemInstance) -> Callable[[], Any]:
     if target in COMPILE_MODES:
         compiled = torch.compile(model, mode=COMPILE_MODES[target])
         return lambda: compiled(*inputs)
-    kernel_fn = import_file(target, "beamsearch_candidate").kernel_function
-    return bind(kernel_fn, inputs, model_values(model))
+    return bind(load_kernel_function(target), inputs, model_values(model))
 
 
 def time_in_child(req: TimingRequest) -> TimingResult:

@@ -49,16 +49,15 @@ ALLOWED_OPS = UNINITIALISED_ALLOCATIONS | frozenset(
 class TorchComputeGuard(TorchDispatchMode):
     """Records PyTorch operators outside the allow-list and poisons fresh uninitialised allocations."""
 
-    def __init__(self, poison: bool = True) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        self.poison = poison
         self.forbidden: Counter[str] = Counter()
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         out = func(*args, **(kwargs or {}))
         name = func._schema.name
         if name in UNINITIALISED_ALLOCATIONS:
-            if self.poison and isinstance(out, torch.Tensor):
+            if isinstance(out, torch.Tensor):
                 poison_(out)
         elif name not in ALLOWED_OPS:
             self.forbidden[name] += 1

@@ -225,10 +225,8 @@ def _block_literal(value: ast.expr, scope: ast.AST) -> ast.Constant | None:
     if _is_int(value):
         return value
     if isinstance(value, ast.Name):
-        assigned = [n.value for n in _own_nodes(scope) if isinstance(n, ast.Assign) and len(n.targets) == 1
-                    and isinstance(n.targets[0], ast.Name) and n.targets[0].id == value.id]  # fmt: skip
-        if len(assigned) == 1:  # one assignment: unambiguous
-            return _block_literal(assigned[0], scope) if not isinstance(assigned[0], ast.Name) else None
+        assigned = _single_assignment(value.id, scope)
+        return _block_literal(assigned, scope) if assigned is not None and not isinstance(assigned, ast.Name) else None
     if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in ("min", "max"):
         ints = [a for a in value.args if _is_int(a)]
         return ints[0] if len(ints) == 1 else None
@@ -263,12 +261,17 @@ def swap_grid_axes(source: str, launch: str) -> str:
     return "".join(lines)
 
 
+def _single_assignment(name: str, scope: ast.AST) -> ast.expr | None:
+    """The value ``name`` is assigned in ``scope``, if it is assigned exactly once (else ambiguous)."""
+    assigned = [n.value for n in _own_nodes(scope) if isinstance(n, ast.Assign) and len(n.targets) == 1
+                and isinstance(n.targets[0], ast.Name) and n.targets[0].id == name]  # fmt: skip
+    return assigned[0] if len(assigned) == 1 else None
+
+
 def _grid_tuple(call: ast.Call, scope: ast.AST) -> ast.Tuple | None:
     grid = call.func.slice
     if isinstance(grid, ast.Name):
-        assigned = [n.value for n in _own_nodes(scope) if isinstance(n, ast.Assign) and len(n.targets) == 1
-                    and isinstance(n.targets[0], ast.Name) and n.targets[0].id == grid.id]  # fmt: skip
-        grid = assigned[0] if len(assigned) == 1 else None
+        grid = _single_assignment(grid.id, scope)
     return grid if isinstance(grid, ast.Tuple) and len(grid.elts) >= 2 else None
 
 
