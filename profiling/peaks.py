@@ -27,7 +27,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -168,7 +168,7 @@ def measure_peaks(device: str = "cuda") -> MeasuredPeaks:
         bf16_tflops=bf16_tflops,
         fp32_tflops=fp32_tflops,
         torch_version=torch.__version__,
-        measured_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        measured_at=datetime.now(UTC).isoformat(timespec="seconds"),
         method=method,
     )
 

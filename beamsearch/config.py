@@ -1,0 +1,59 @@
+"""The search's settings: one pydantic model, filled from defaults, then a config file, then the command line.
+
+A config file is JSON or TOML with the same keys as the long options (``beam_width``, ``llm``, ...).
+The resolved config is saved with the run (``summary.json``, ``state.json``) so a run can be repeated.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+from beamsearch.schema import DType, Record, ShapeSet
+
+
+class SearchConfig(Record):
+    problem: str = Field(description="bundled problem name (or unique prefix) or a path to problem.py")
+    kernel: str | None = Field(None, description="starting kernel; default: the problem's input_kernel.py")
+    out: str | None = Field(None, description="output folder; default: the problem's folder")
+    rounds: int = Field(8, ge=1)
+    workers: int = Field(0, ge=0, description="Ray actors; 0: one per GPU (or 2 on the CPU)")
+    beam_width: int = Field(2, ge=1, description="kernels kept between rounds; 1 is greedy search")
+    directions: int = Field(2, ge=1, description="tasks per parent per round (bottlenecks, or tuner proposals)")
+    llm: str | None = Field(None, description="litellm model string; none: the offline tuner")
+    api_base: str | None = None
+    replay: str | None = Field(None, description="a recorded trace folder to re-propose from, instead of a model")
+    device: str = Field("auto", description="auto, cpu, cuda")
+    shapes: Literal["auto"] | ShapeSet = "auto"
+    dtype: DType = "bf16"
+    seed: int = 0
+    refine_tries: int = Field(2, ge=0, description="LLM repairs of a kernel that fails verification")
+    task_timeout_s: float = Field(900.0, gt=0, description="a task not back by then is recorded as timed out")
+    verify_per_gpu: int = Field(2, ge=1, description="verifications at once on one GPU (a memory budget)")
+    profile: bool = Field(True, description="ncu profiles of parents and candidates (needs a GPU)")
+    baselines: list[str] = Field(["eager", "compile"], description="PyTorch references timed at the start")
+    address: str | None = Field(None, description="Ray cluster address; none: RAY_ADDRESS or a local Ray")
+    quiet: bool = Field(False, description="JSON lines on stdout instead of the live display")
+
+    def out_dir(self, problem_folder: Path) -> Path:
+        return Path(self.out).expanduser().resolve() if self.out else problem_folder
+
+
+def load_config_file(path: str | Path) -> dict:
+    """The keys of a JSON or TOML config file; raises ValueError with the file's name on a bad one."""
+    path = Path(path).expanduser()
+    try:
+        text = path.read_text()
+        data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+    except (OSError, ValueError) as e:
+        raise ValueError(f"config file {path}: {e}") from e
+    if not isinstance(data, dict):
+        raise ValueError(f"config file {path}: expected a table of options, got {type(data).__name__}")
+    unknown = set(data) - set(SearchConfig.model_fields)
+    if unknown:
+        raise ValueError(f"config file {path}: unknown options {sorted(unknown)}; known: {sorted(SearchConfig.model_fields)}")
+    return data

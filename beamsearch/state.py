@@ -1,0 +1,180 @@
+"""The search's records: a task sent to a worker, what comes back, the beam, and the run's summary.
+
+A TaskResult carries every artefact of one candidate (proposal, verification tries, timing, profiles,
+LLM exchanges, reflexion); the driver writes it to the trace and keeps only what ranking needs in the
+BeamState, which is saved after every round as the resume point.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from beamsearch.config import SearchConfig
+from beamsearch.schema import (
+    Attempt,
+    Diagnosis,
+    Floor,
+    Kernel,
+    Profile,
+    Record,
+    Roofline,
+    RunSpec,
+    TimingResult,
+    Verdict,
+)
+from prompts.records import Reflection
+from workers.proposers.llm import Exchange
+
+TaskStatus = Literal[
+    "ok",  # verified and timed
+    "rejected",  # failed verification (after any refinement)
+    "not_timed",  # verified, but the timing failed
+    "no_proposal",  # the proposer had nothing new for this parent and direction
+    "duplicate",  # same code as a kernel already seen in this run
+    "suspect",  # timed faster than the physical floor allows: not accepted
+    "failed",  # the task itself failed: worker crash, task timeout, an error in our code
+]
+
+
+class BeamEntry(Record):
+    """A kernel in the beam, with what its children's tasks can reuse."""
+
+    id: str
+    kernel: Kernel
+    median_ms: float
+    round: int
+    profile: Profile | None = None
+    roofline: Roofline | None = None
+    diagnosis: Diagnosis | None = None
+
+
+class Task(Record):
+    id: str = Field(description="unique in the run: r<round>-<parent id>-d<direction>")
+    round: int
+    direction: int = Field(description="which bottleneck (LLM) or which proposal (tuner, replay) to pursue")
+    parent: BeamEntry
+    spec: RunSpec
+    config: SearchConfig
+    floor: Floor | None = None
+    history: list[Attempt] = Field([], description="earlier attempts of the run (hash, note, outcome, lesson)")
+
+
+class VerifyTry(Record):
+    kernel: Kernel
+    verdict: Verdict
+
+
+class TaskResult(Record):
+    task_id: str
+    parent_id: str
+    round: int
+    direction: int
+    status: TaskStatus
+    reason: str
+    kernel: Kernel | None = Field(None, description="the final kernel (after any refinement)")
+    tries: list[VerifyTry] = []
+    timing: TimingResult | None = None
+    parent_profile: Profile | None = None
+    parent_roofline: Roofline | None = None
+    diagnosis: Diagnosis | None = None
+    profile: Profile | None = None
+    roofline: Roofline | None = None
+    exchanges: list[Exchange] = []
+    reflection: Reflection | None = None
+    lesson: str = ""
+    parent_ms: float | None = None
+    pct_of_floor: float | None = None
+    worker: str = Field("", description="node and device the task ran on")
+    stage_s: dict[str, float] = Field({}, description="wall seconds per stage: profile_parent, diagnose, ...")
+    gpu_measure_s: float = Field(0.0, description="seconds this task held the GPU lock (timing and ncu)")
+    finished_at: float = 0.0
+
+    @property
+    def median_ms(self) -> float | None:
+        if self.timing is None or self.timing.timing is None:
+            return None
+        return self.timing.timing.median_ms
+
+    @property
+    def tokens(self) -> int:
+        return sum(e.call.prompt_tokens + e.call.completion_tokens for e in self.exchanges)
+
+    @property
+    def cost_usd(self) -> float:
+        return sum(e.call.cost_usd for e in self.exchanges)
+
+
+class Baseline(Record):
+    label: str
+    target: str
+    median_ms: float | None
+    status: str
+    reason: str = ""
+
+
+class RoundRecord(Record):
+    round: int
+    tasks: int
+    ok: int
+    failed: int
+    best_id: str | None = Field(None, description="the round's fastest new candidate")
+    best_ms: float | None = None
+    beam: list[str] = Field([], description="ids in the beam after the round, fastest first")
+    running_best_ms: float | None = None
+    wall_s: float = 0.0
+    gpu_measure_s: float = 0.0
+    tokens: int = 0
+    cost_usd: float = 0.0
+
+
+class BeamState(Record):
+    """Everything needed to resume: the beam after ``round``, and what the run has tried."""
+
+    config: SearchConfig
+    problem: str
+    spec: RunSpec
+    round: int = Field(0, description="last finished round; 0: only the starting kernel is measured")
+    beam: list[BeamEntry] = []
+    input: BeamEntry | None = None
+    baselines: list[Baseline] = []
+    floor: Floor | None = None
+    history: list[Attempt] = []
+    seen: dict[str, str] = Field({}, description="normalised-code hash -> id of the first candidate with it")
+    rounds: list[RoundRecord] = []
+    gpu_name: str = ""
+    started_at: float = 0.0
+    elapsed_s: float = Field(0.0, description="wall seconds over all sessions of the run")
+
+
+class FinalTiming(Record):
+    id: str
+    median_ms: float | None
+    status: str
+
+
+class Summary(Record):
+    problem: str
+    config: SearchConfig
+    spec: RunSpec
+    versions: dict[str, str]
+    gpu_name: str
+    baselines: list[Baseline]
+    input_ms: float | None
+    floor: Floor | None = None
+    rounds: list[RoundRecord]
+    final_retime: list[FinalTiming] = Field([], description="the beam re-timed side by side at the end")
+    best_id: str | None
+    best_ms: float | None
+    best_round: int | None
+    speedup_vs_input: float | None
+    speedup_vs_eager: float | None
+    speedup_vs_compile: float | None
+    pct_of_floor: float | None
+    candidates: int
+    candidates_ok: int
+    tokens: int
+    cost_usd: float
+    wall_s: float
+    gpu_measure_s: float

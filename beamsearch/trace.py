@@ -1,0 +1,181 @@
+"""The trace folder: only the driver writes it, every file atomically (a temporary file, then a rename).
+
+    <out>/state.json                              BeamState after the last finished round (resume point)
+    <out>/events.jsonl                            one line per event (task done, round done, errors)
+    <out>/optimization_trace/input/               the starting kernel, measured like a candidate
+    <out>/optimization_trace/round_N/             the round's best new candidate, in the published layout:
+        input_ncu_metrics.json  bottleneck_prompt.txt  bottleneck_response.txt  strategy.json
+        opt_prompt.txt  opt_reply.txt  reflexion.txt  optimized_ncu_metrics.json  kernel.py
+        benchmark_results.json  round.json (RoundRecord)
+    <out>/optimization_trace/round_N/candidates/<id>/   the same for every candidate, plus result.json
+                                                  (the whole TaskResult) and verification.json
+    <out>/optimized_kernel_beam_search.py, <out>/summary.json   at the end
+
+A file that cannot be written (a full disk) raises TraceWriteError; the previous version stays intact.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from beamsearch.schema import Profile
+from beamsearch.state import BeamState, RoundRecord, Summary, TaskResult
+
+TRACE_DIR = "optimization_trace"
+STATE_FILE = "state.json"
+SUMMARY_FILE = "summary.json"
+BEST_KERNEL_FILE = "optimized_kernel_beam_search.py"
+RESULT_FILE = "result.json"
+
+
+class TraceWriteError(OSError):
+    pass
+
+
+def write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as e:
+        Path(tmp).unlink(missing_ok=True)
+        raise TraceWriteError(e.errno, f"could not write {path}: {e.strerror or e}") from e
+
+
+class TraceWriter:
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self.trace = out / TRACE_DIR
+
+    def round_dir(self, round_: int) -> Path:
+        return self.trace / f"round_{round_}"
+
+    def candidate_dir(self, result: TaskResult) -> Path:
+        if result.round == 0:
+            return self.trace / "input"
+        return self.round_dir(result.round) / "candidates" / result.task_id
+
+    def write_candidate(self, result: TaskResult, problem: str) -> Path:
+        folder = self.candidate_dir(result)
+        # result.json last: its presence marks a complete candidate folder (resume reads it).
+        for name, text in published_files(result, problem).items():
+            write_atomic(folder / name, text)
+        write_atomic(folder / RESULT_FILE, result.model_dump_json(indent=1))
+        return folder
+
+    def write_round(self, record: RoundRecord, best: TaskResult | None, problem: str) -> None:
+        folder = self.round_dir(record.round)
+        if best is not None:
+            for name, text in published_files(best, problem).items():
+                write_atomic(folder / name, text)
+        write_atomic(folder / "round.json", record.model_dump_json(indent=1))
+
+    def finished_candidates(self, round_: int) -> list[TaskResult]:
+        """Candidates of a round whose folders are complete: what a resumed run does not redo."""
+        found = []
+        for path in sorted((self.round_dir(round_) / "candidates").glob(f"*/{RESULT_FILE}")):
+            try:
+                found.append(TaskResult.model_validate_json(path.read_text()))
+            except ValueError:
+                continue  # a folder from a write that died half-way is redone
+        return found
+
+    def save_state(self, state: BeamState) -> None:
+        write_atomic(self.out / STATE_FILE, state.model_dump_json(indent=1))
+
+    def load_state(self) -> BeamState | None:
+        path = self.out / STATE_FILE
+        return BeamState.model_validate_json(path.read_text()) if path.is_file() else None
+
+    def write_final(self, summary: Summary, best_source: str | None) -> None:
+        if best_source is not None:
+            write_atomic(self.out / BEST_KERNEL_FILE, best_source)
+        write_atomic(self.out / SUMMARY_FILE, summary.model_dump_json(indent=1))
+
+    def log_event(self, event: dict) -> None:
+        """Append one JSON line; losing a log line to a full disk must not stop the run."""
+        try:
+            self.out.mkdir(parents=True, exist_ok=True)
+            with open(self.out / "events.jsonl", "a") as f:
+                f.write(json.dumps(event) + "\n")
+        except OSError:
+            pass
+
+
+def published_files(result: TaskResult, problem: str) -> dict[str, str]:
+    """The published per-round file set for one candidate, as file name -> text."""
+    files: dict[str, str] = {}
+    if result.parent_profile is not None:
+        files["input_ncu_metrics.json"] = ncu_json(result.parent_profile)
+    diagnose = [e for e in result.exchanges if e.purpose in ("diagnose", "repair")]
+    if diagnose:
+        files["bottleneck_prompt.txt"] = diagnose[-1].prompt
+        files["bottleneck_response.txt"] = diagnose[-1].call.text
+    if result.diagnosis is not None:
+        chosen = _rotated(result.diagnosis.bottlenecks, result.direction)
+        files["strategy.json"] = json.dumps([b.model_dump() for b in chosen], indent=2)
+        if not diagnose:
+            files["bottleneck_response.txt"] = f"(no model: diagnosis from the {result.diagnosis.source})\n" + files["strategy.json"]
+    optimize = [e for e in result.exchanges if e.purpose in ("optimize", "refine")]
+    if optimize:
+        files["opt_prompt.txt"] = optimize[-1].prompt
+        files["opt_reply.txt"] = optimize[-1].call.text
+    elif result.kernel is not None:
+        files["opt_reply.txt"] = f"({result.kernel.origin} proposal) {result.kernel.note}\n"
+    if result.reflection is not None:
+        files["reflexion.txt"] = result.reflection.model_dump_json(indent=2)
+    elif result.lesson:
+        files["reflexion.txt"] = result.lesson + "\n"
+    if result.profile is not None:
+        files["optimized_ncu_metrics.json"] = ncu_json(result.profile)
+    if result.kernel is not None:
+        files["kernel.py"] = result.kernel.source
+    if result.tries:
+        files["verification.json"] = json.dumps([t.verdict.model_dump(mode="json") for t in result.tries], indent=1)
+    files["benchmark_results.json"] = json.dumps(benchmark_json(result, problem), indent=2)
+    return files
+
+
+def ncu_json(profile: Profile) -> str:
+    if not profile.available:
+        return json.dumps({"available": False, "reason": profile.reason}, indent=2)
+    metrics = {k.name: k.metrics for k in profile.kernels}
+    metadata = {"gpu": profile.gpu_name, "ncu_version": profile.ncu_version, "combined": profile.combined,
+                "ignored_kernels": profile.ignored_kernels}  # fmt: skip
+    return json.dumps({"metrics": metrics, "metadata": metadata}, indent=2)
+
+
+def benchmark_json(result: TaskResult, problem: str) -> dict:
+    timing = result.timing.timing if result.timing else None
+    ms = result.median_ms
+    return {
+        "problem": problem,
+        "id": result.task_id,
+        "parent_id": result.parent_id,
+        "status": result.status,
+        "reason": result.reason,
+        "time_ms": ms,
+        "parent_ms": result.parent_ms,
+        "speedup_vs_parent": (result.parent_ms / ms) if ms and result.parent_ms else None,
+        "pct_of_floor": result.pct_of_floor,
+        "method": timing.method if timing else None,
+        "device": timing.device_name if timing else None,
+        "dtype": timing.dtype if timing else None,
+        "shapes": timing.shapes if timing else None,
+        "n": timing.n if timing else None,
+        "std_ms": timing.std_ms if timing else None,
+    }
+
+
+def _rotated(items: list, k: int) -> list:
+    if not items:
+        return items
+    k %= len(items)
+    return items[k:] + items[:k]
