@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from beamsearch.cli_common import add_run_options, fail, resolve_run
-from beamsearch.schema import BenchReport, BenchRow, RunSpec
+from beamsearch.schema import BenchReport, BenchRow, RunSpec, Timing
 from profiling.gpu_specs import UnknownGpu
 from profiling.work import judge_time, problem_floor
 from workers.timing import BUILTIN_TARGETS, time_target
@@ -61,20 +61,33 @@ def with_floor(report: BenchReport) -> BenchReport:
     return report.model_copy(update={"rows": rows, "floor": floor})
 
 
+def first_timing(report: BenchReport) -> Timing | None:
+    """The first timing of the report: its device, method and whether it ran on a GPU."""
+    return next((r.timing.timing for r in report.rows if r.timing and r.timing.timing), None)
+
+
+def speedup(report: BenchReport, row: BenchRow, baseline: str) -> float | None:
+    """The baseline's time over this row's (> 1 is faster); None on the CPU or when either is untimed."""
+    t = first_timing(report)
+    base_ms = next((r.median_ms for r in report.rows if r.target == baseline), None)
+    if t is None or not t.on_gpu or base_ms is None or row.median_ms is None:
+        return None
+    return base_ms / row.median_ms
+
+
 def render_report(report: BenchReport, console: Console) -> None:
     spec = report.spec
-    by_target = {r.target: r.median_ms for r in report.rows}
-    first_timing = next((r.timing.timing for r in report.rows if r.timing and r.timing.timing), None)
-    on_gpu = bool(first_timing and first_timing.on_gpu)
-    device = first_timing.device_name if first_timing else spec.device
+    timing = first_timing(report)
+    on_gpu = bool(timing and timing.on_gpu)
+    device = timing.device_name if timing else spec.device
     table = Table(title=f"{report.problem}\n{device}, {spec.dtype}, {spec.shapes} shapes", title_justify="left")
     for col in ("target", "status", "median ms", "min ms", "std ms", "n", "vs eager", "vs compile", "% of floor"):
         table.add_column(col, justify="left" if col in ("target", "status") else "right")
     for row in report.rows:
-        status, t = _status(row), row.timing.timing if row.timing and row.timing.timing else None
+        status, t = row_status(row), row.timing.timing if row.timing and row.timing.timing else None
         cells = [f"{t.median_ms:.4f}", f"{t.min_ms:.4f}", f"{t.std_ms:.4f}", str(t.n)] if t else ["-"] * 4
-        cells += [_ratio(by_target.get(base), row.median_ms, on_gpu) for base in ("eager", "compile")]
-        cells.append(f"{row.pct_of_floor:.0f}%" if row.pct_of_floor is not None else "-")
+        cells += [fmt_ratio(speedup(report, row, base)) for base in ("eager", "compile")]
+        cells.append(fmt_pct(row.pct_of_floor))
         table.add_row(row.label, status, *cells)
     console.print(table)
     if report.floor is not None:
@@ -85,8 +98,8 @@ def render_report(report: BenchReport, console: Console) -> None:
         )  # fmt: skip
     elif report.floor_note:
         console.print(f"no floor: {report.floor_note}", style="dim", markup=False)
-    if first_timing:
-        console.print(f"method: {first_timing.method}", style="dim")
+    if timing:
+        console.print(f"method: {timing.method}", style="dim")
     if not on_gpu:
         console.print(
             "CPU run: kernels ran in Triton's interpreter, so these times say nothing about GPU speed; "
@@ -99,7 +112,8 @@ def render_report(report: BenchReport, console: Console) -> None:
             console.print(f"{row.label}: timing {row.timing.status}: {row.timing.reason}", style="red", markup=False)
 
 
-def _status(row: BenchRow) -> str:
+def row_status(row: BenchRow) -> str:
+    """The row's status as rich markup: ok, verified, the verdict's or timing's failure, or suspect."""
     if row.suspect:
         return "[red]suspect: faster than the floor[/]"
     if row.verdict is not None and not row.verdict.passed:
@@ -109,11 +123,12 @@ def _status(row: BenchRow) -> str:
     return "[green]ok[/]" if row.verdict is None else "[green]verified[/]"
 
 
-def _ratio(base_ms: float | None, ms: float | None, on_gpu: bool) -> str:
-    """Speedup over the baseline (baseline time / this time); > 1 means faster."""
-    if not on_gpu or base_ms is None or ms is None:
-        return "-"
-    return f"{base_ms / ms:.2f}x"
+def fmt_ratio(ratio: float | None) -> str:
+    return "-" if ratio is None else f"{ratio:.2f}x"
+
+
+def fmt_pct(pct: float | None) -> str:
+    return "-" if pct is None else f"{pct:.0f}%"
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from beamsearch.bench import with_floor
+from beamsearch.bench import fmt_pct, fmt_ratio, speedup, with_floor
 from beamsearch.problems import resolve_problem
 from beamsearch.schema import BenchReport, BenchRow, RunSpec, Timing, TimingResult
 
@@ -33,3 +33,12 @@ def test_no_floor_on_cpu_or_unknown_gpu(monkeypatch, tmp_path) -> None:
     assert cpu.floor is None and "CPU" in cpu.floor_note and cpu.rows[0].pct_of_floor is None
     odd = with_floor(BenchReport(problem="36", spec=SPEC, rows=[row("k", 1.0, "NVIDIA Imaginary X1")]))
     assert odd.floor is None and "Imaginary" in odd.floor_note
+
+
+def test_speedup_only_on_gpu_and_only_when_both_are_timed() -> None:
+    gpu = BenchReport(problem="36", spec=SPEC, rows=[row("eager", 2.0), row("k", 0.5)])
+    assert speedup(gpu, gpu.rows[1], "eager") == pytest.approx(4.0)
+    assert speedup(gpu, gpu.rows[1], "compile") is None  # no such baseline in the report
+    cpu = BenchReport(problem="36", spec=SPEC, rows=[row("eager", 2.0, "cpu", False), row("k", 0.5, "cpu", False)])
+    assert speedup(cpu, cpu.rows[1], "eager") is None
+    assert (fmt_ratio(None), fmt_ratio(4.0), fmt_pct(None), fmt_pct(49.6)) == ("-", "4.00x", "-", "50%")
