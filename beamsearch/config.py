@@ -26,6 +26,7 @@ class SearchConfig(Record):
     directions: int = Field(2, ge=1, description="tasks per parent per round (bottlenecks, or tuner proposals)")
     llm: str | None = Field(None, description="litellm model string; none: the offline tuner")
     api_base: str | None = None
+    llm_timeout_s: float = Field(120.0, gt=0, description="per LLM request attempt")
     replay: str | None = Field(None, description="a recorded trace folder to re-propose from, instead of a model")
     device: str = Field("auto", description="auto, cpu, cuda")
     shapes: Literal["auto"] | ShapeSet = "auto"
@@ -35,7 +36,8 @@ class SearchConfig(Record):
     task_timeout_s: float = Field(900.0, gt=0, description="a task not back by then is recorded as timed out")
     verify_per_gpu: int = Field(2, ge=1, description="verifications at once on one GPU (a memory budget)")
     profile: bool = Field(True, description="ncu profiles of parents and candidates (needs a GPU)")
-    baselines: list[str] = Field(["eager", "compile"], description="PyTorch references timed at the start")
+    baselines: list[str] | None = Field(None, description="PyTorch references timed at the start; none: eager "
+                                        "and compile on a GPU, eager on the CPU")
     address: str | None = Field(None, description="Ray cluster address; none: RAY_ADDRESS or a local Ray")
     quiet: bool = Field(False, description="JSON lines on stdout instead of the live display")
 

@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
 DEFAULT_LOCK_DIR = "/tmp/beamsearch-locks"
 
@@ -40,3 +40,33 @@ def gpu_lock(device: str, lock_dir: str = "") -> Iterator[float]:
     start = time.perf_counter()
     with lock:
         yield time.perf_counter() - start
+
+
+@contextlib.contextmanager
+def gpu_slot(device: str, purpose: str, slots: int, lock_dir: str = "") -> Iterator[float]:
+    """Hold one of ``slots`` places for ``purpose`` on this worker's GPU; yields the seconds waited.
+
+    A memory budget: at most ``slots`` verifications at once on one GPU, whatever the number of
+    workers sharing it. Keyed by host and the physical GPU index Ray (or the user) made visible, so
+    the worker itself never initialises CUDA. No-op on the CPU.
+    """
+    if not device.startswith("cuda"):
+        yield 0.0
+        return
+    folder = Path(lock_dir or os.environ.get("BEAMSEARCH_LOCK_DIR", DEFAULT_LOCK_DIR))
+    folder.mkdir(parents=True, exist_ok=True)
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "all").replace(",", "_") or "none"
+    locks = [FileLock(str(folder / f"{purpose}-{socket.gethostname()}-gpu{visible}-{i}.lock")) for i in range(slots)]
+    start = time.perf_counter()
+    while True:
+        for lock in locks:
+            try:
+                lock.acquire(timeout=0)
+            except Timeout:
+                continue
+            try:
+                yield time.perf_counter() - start
+            finally:
+                lock.release()
+            return
+        time.sleep(0.1)

@@ -53,6 +53,10 @@ class ReplayProposer:
             raise FileNotFoundError(f"replay: no round_N folders under {self.trace} (or its optimization_trace/)")
         self._next = 0
 
+    def seek(self, round_index: int) -> None:
+        """Make the next ``propose`` return the kernels of recorded round ``round_index + 1``."""
+        self._next = max(0, round_index)
+
     def propose(self, parent: Kernel, diagnosis: Diagnosis, history: list[Attempt]) -> list[Kernel]:
         if self._next >= len(self._rounds):
             return []

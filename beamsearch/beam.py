@@ -1,0 +1,82 @@
+"""The beam: which tasks a round runs, which results are duplicates, and which kernels survive.
+
+Pure functions over the records in beamsearch/state.py: no Ray, no GPU, no files.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+
+from beamsearch.schema import Attempt
+from beamsearch.state import BeamEntry, BeamState, Task, TaskResult
+
+HISTORY_IN_TASK = 40  # recent attempts a proposer sees (the tuner needs hashes, a model the lessons)
+
+
+def code_hash(source: str) -> str:
+    """Same code, whatever the comments, docstrings, blank lines or formatting."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        text = "\n".join(line.rstrip() for line in source.strip().splitlines())
+    else:
+        for node in ast.walk(tree):
+            body = getattr(node, "body", None)
+            if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
+                    and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):  # fmt: skip
+                node.body = body[1:] or [ast.Pass()]
+        text = ast.unparse(tree)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def plan_round(state: BeamState, round_: int) -> list[Task]:
+    """Beam entries x directions, in a fixed order, so a resumed round plans the same task ids."""
+    config = state.config
+    history = state.history[-HISTORY_IN_TASK:]
+    tasks = []
+    for parent in state.beam[: config.beam_width]:
+        for d in range(config.directions):
+            tasks.append(Task(id=f"r{round_}-t{len(tasks)}", round=round_, direction=d, parent=parent, spec=state.spec,
+                              config=config, floor=state.floor, history=history))  # fmt: skip
+    return tasks
+
+
+def mark_duplicate(result: TaskResult, seen: dict[str, str]) -> TaskResult:
+    """A candidate whose code an earlier candidate had is recorded as a duplicate of it, and not ranked."""
+    if result.kernel is None:
+        return result
+    key = code_hash(result.kernel.source)
+    if key in seen and seen[key] != result.task_id:
+        return result.model_copy(update={"status": "duplicate", "reason": f"same code as {seen[key]}"})
+    seen[key] = result.task_id
+    return result
+
+
+def attempt_of(result: TaskResult) -> Attempt | None:
+    if result.kernel is None:
+        return None
+    return Attempt(kernel_hash=result.kernel.hash, note=result.kernel.note or result.task_id,
+                   outcome=f"{result.status}: {result.reason}"[:300], lesson=result.lesson)  # fmt: skip
+
+
+def entry_of(result: TaskResult) -> BeamEntry | None:
+    ms = result.median_ms
+    if result.status != "ok" or result.kernel is None or ms is None:
+        return None
+    return BeamEntry(id=result.task_id, kernel=result.kernel, median_ms=ms, round=result.round,
+                     profile=result.profile if result.profile and result.profile.available else None,
+                     roofline=result.roofline)  # fmt: skip
+
+
+def select_beam(beam: list[BeamEntry], results: list[TaskResult], width: int) -> list[BeamEntry]:
+    """The ``width`` fastest of the old beam and the round's ok candidates, one per distinct code."""
+    pool = beam + [e for e in map(entry_of, results) if e is not None]
+    kept: list[BeamEntry] = []
+    codes: set[str] = set()
+    for entry in sorted(pool, key=lambda e: (e.median_ms, e.round, e.id)):
+        key = code_hash(entry.kernel.source)
+        if key not in codes:
+            codes.add(key)
+            kept.append(entry)
+    return kept[:width]

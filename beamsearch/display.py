@@ -1,0 +1,112 @@
+"""What the user sees while a search runs: a live rich panel, or JSON lines (``--quiet``) for logs.
+
+Every event also goes to ``events.jsonl`` in the output folder, whichever mode is on.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+from beamsearch.state import RoundRecord, Summary, TaskResult
+
+
+class Display:
+    def __init__(self, quiet: bool, log: Callable[[dict], None], console: Console | None = None) -> None:
+        self.quiet = quiet
+        self.log = log
+        self.console = console or Console(stderr=True)
+        self.round = 0
+        self.tasks = 0
+        self.done = 0
+        self.failed = 0
+        self.best_ms: float | None = None
+        self.speedup: float | None = None
+        self.started = time.time()
+        self.live: Live | None = None
+        if not quiet and self.console.is_terminal:
+            self.live = Live(self._panel(), console=self.console, refresh_per_second=2, transient=False)
+            self.live.start()
+
+    def event(self, kind: str, **data: object) -> None:
+        record = {"event": kind, "t": round(time.time(), 3), **data}
+        self.log(record)
+        if self.quiet:
+            print(json.dumps(record, default=str), file=sys.stdout, flush=True)
+        elif kind in ("start", "baseline", "error", "retime", "interrupted"):
+            self.console.print(f"[bold]{kind}[/]: " + ", ".join(f"{k}={_short(v)}" for k, v in data.items()))
+        self._refresh()
+
+    def round_start(self, round_: int, tasks: int, reused: int) -> None:
+        self.round, self.tasks, self.done, self.failed = round_, tasks, reused, 0
+        self.event("round_start", round=round_, tasks=tasks, reused=reused)
+
+    def candidate(self, r: TaskResult) -> None:
+        self.done += 1
+        self.failed += r.status == "failed"
+        self.event("candidate", id=r.task_id, parent=r.parent_id, status=r.status, reason=r.reason[:200],
+                   median_ms=r.median_ms, worker=r.worker, stage_s={k: round(v, 2) for k, v in r.stage_s.items()})  # fmt: skip
+        if not self.quiet and self.live is None:
+            ms = f"{r.median_ms:.4f} ms" if r.median_ms else "-"
+            self.console.print(f"  {r.task_id:<10} {r.status:<11} {ms:>12}  {r.reason[:90]}")
+
+    def round_end(self, record: RoundRecord, speedup: float | None) -> None:
+        self.best_ms, self.speedup = record.running_best_ms, speedup
+        self.event("round_end", **record.model_dump(), speedup_vs_input=speedup)
+        if not self.quiet:
+            best = f"{record.running_best_ms:.4f} ms" if record.running_best_ms else "-"
+            x = f" ({speedup:.2f}x the input)" if speedup else ""
+            self.console.print(f"[bold]round {record.round}[/]: {record.ok}/{record.tasks} ok, {record.failed} failed, "
+                               f"best so far {best}{x}, {record.wall_s:.0f} s")  # fmt: skip
+
+    def finish(self, summary: Summary) -> None:
+        self.event("finish", best_id=summary.best_id, best_ms=summary.best_ms, speedup_vs_input=summary.speedup_vs_input,
+                   speedup_vs_eager=summary.speedup_vs_eager, speedup_vs_compile=summary.speedup_vs_compile,
+                   pct_of_floor=summary.pct_of_floor, wall_s=summary.wall_s)  # fmt: skip
+        self.close()
+        if not self.quiet:
+            self.console.print(_summary_table(summary))
+
+    def close(self) -> None:
+        if self.live is not None:
+            self.live.stop()
+            self.live = None
+
+    def _refresh(self) -> None:
+        if self.live is not None:
+            self.live.update(self._panel())
+
+    def _panel(self) -> Table:
+        table = Table(title="beamsearch", show_header=True)
+        for col in ("round", "running", "done", "failed", "best ms", "speedup", "elapsed"):
+            table.add_column(col, justify="right")
+        running = max(0, self.tasks - self.done)
+        table.add_row(str(self.round), str(running), str(self.done), str(self.failed),
+                      f"{self.best_ms:.4f}" if self.best_ms else "-", f"{self.speedup:.2f}x" if self.speedup else "-",
+                      f"{time.time() - self.started:.0f} s")  # fmt: skip
+        return table
+
+
+def _summary_table(s: Summary) -> Table:
+    table = Table(title=f"{s.problem}: best {s.best_id} after {len(s.rounds)} rounds")
+    table.add_column("")
+    table.add_column("median ms", justify="right")
+    table.add_column("best is", justify="right")
+    rows = [(b.label, b.median_ms) for b in s.baselines] + [("input kernel", s.input_ms), ("best kernel", s.best_ms)]
+    for label, ms in rows:
+        x = f"{ms / s.best_ms:.2f}x faster" if ms and s.best_ms and label != "best kernel" else ""
+        table.add_row(label, f"{ms:.4f}" if ms else "-", x)
+    if s.pct_of_floor is not None:
+        table.caption = f"{s.pct_of_floor:.0f} % of the floor ({s.floor.floor_ms:.4f} ms)" if s.floor else None
+    return table
+
+
+def _short(v: object) -> str:
+    text = f"{v:.4f}" if isinstance(v, float) else str(v)
+    return text if len(text) < 120 else text[:117] + "..."

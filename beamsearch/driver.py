@@ -1,0 +1,157 @@
+"""The round loop: measure the starting kernel, then rounds of fan-out, collection and selection.
+
+The driver holds the beam and is the only writer of the trace. After every candidate it writes that
+candidate's folder; after every round it writes the round's record and then state.json, the resume
+point. A resumed run (``--resume``) reloads state.json, reuses the finished candidates of the round that
+was cut short, and runs only the tasks that are missing.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from beamsearch.beam import attempt_of, mark_duplicate, plan_round, select_beam
+from beamsearch.display import Display
+from beamsearch.pool import WorkerPool
+from beamsearch.schema import Kernel
+from beamsearch.state import BeamEntry, BeamState, FinalTiming, RoundRecord, Summary, Task, TaskResult
+from beamsearch.trace import TraceWriter
+
+
+class SearchError(RuntimeError):
+    """A run that cannot go on (the starting kernel fails, say): the message says why."""
+
+
+class Driver:
+    def __init__(self, state: BeamState, pool: WorkerPool, trace: TraceWriter, display: Display,
+                 problem: str, versions: dict[str, str]) -> None:  # fmt: skip
+        self.state, self.pool, self.trace, self.display = state, pool, trace, display
+        self.problem = problem
+        self.versions = versions
+        self.session_start = time.time()
+
+    # ------------------------------------------------------------------------------------------- round 0
+    def measure_start(self, kernel: Kernel) -> None:
+        """The starting kernel verified, timed and profiled; the baselines and the floor. Saved as round 0."""
+        state = self.state
+        floor, gpu_name, floor_note = self.pool.call("floor", state.spec)
+        self.display.event("start", problem=self.problem, gpu=gpu_name, floor_ms=floor.floor_ms if floor else None,
+                           floor_note=floor_note, workers=[w.where for w in self.pool.workers])  # fmt: skip
+        placeholder = BeamEntry(id="input", kernel=kernel, median_ms=0.0, round=0)
+        task = Task(id="input", round=0, direction=0, parent=placeholder, spec=state.spec, config=state.config, floor=floor)
+        result = next(self.pool.run([task], state.config.task_timeout_s, method="measure_input"))
+        self.trace.write_candidate(result, self.problem)
+        self.display.candidate(result)
+        if result.status != "ok" or result.median_ms is None:
+            raise SearchError(f"the starting kernel cannot be the search's first parent: {result.status}: {result.reason}"
+                              f" (details: {self.trace.candidate_dir(result)})")  # fmt: skip
+        baselines = self.pool.call("baselines", state.spec, self._baseline_targets())
+        for b in baselines:
+            self.display.event("baseline", label=b.label, median_ms=b.median_ms, status=b.status, reason=b.reason)
+        entry = BeamEntry(id="input", kernel=kernel, median_ms=result.median_ms, round=0,
+                          profile=result.profile if result.profile and result.profile.available else None,
+                          roofline=result.roofline)  # fmt: skip
+        seen = {**state.seen}
+        mark_duplicate(result, seen)
+        self.state = state.model_copy(update={"beam": [entry], "input": entry, "baselines": baselines, "floor": floor,
+                                              "gpu_name": gpu_name, "seen": seen, "started_at": time.time()})  # fmt: skip
+        self._save()
+
+    def _baseline_targets(self) -> list[str]:
+        if self.state.config.baselines is not None:
+            return self.state.config.baselines
+        return ["eager", "compile"] if self.state.spec.device.startswith("cuda") else ["eager"]
+
+    # ------------------------------------------------------------------------------------------- rounds
+    def run_rounds(self) -> None:
+        for round_ in range(self.state.round + 1, self.state.config.rounds + 1):
+            self.run_round(round_)
+
+    def run_round(self, round_: int) -> None:
+        start = time.time()
+        tasks = plan_round(self.state, round_)
+        done = {r.task_id: r for r in self.trace.finished_candidates(round_) if r.task_id in {t.id for t in tasks}}
+        todo = [t for t in tasks if t.id not in done]
+        self.display.round_start(round_, len(tasks), reused=len(done))
+        seen = dict(self.state.seen)
+        results = list(done.values())
+        for r in results:
+            mark_duplicate(r, seen)
+        for result in self.pool.run(todo, self.state.config.task_timeout_s):
+            result = mark_duplicate(result, seen)
+            self.trace.write_candidate(result, self.problem)
+            results.append(result)
+            self.display.candidate(result)
+        self._finish_round(round_, results, seen, time.time() - start)
+
+    def _finish_round(self, round_: int, results: list[TaskResult], seen: dict[str, str], wall_s: float) -> None:
+        state = self.state
+        results.sort(key=lambda r: r.task_id)
+        beam = select_beam(state.beam, results, state.config.beam_width)
+        ok = [r for r in results if r.status == "ok" and r.median_ms is not None]
+        best = min(ok, key=lambda r: r.median_ms, default=None)
+        record = RoundRecord(
+            round=round_, tasks=len(results), ok=len(ok), failed=sum(r.status == "failed" for r in results),
+            best_id=best.task_id if best else None, best_ms=best.median_ms if best else None,
+            beam=[e.id for e in beam], running_best_ms=beam[0].median_ms if beam else None, wall_s=wall_s,
+            gpu_measure_s=sum(r.gpu_measure_s for r in results), tokens=sum(r.tokens for r in results),
+            cost_usd=sum(r.cost_usd for r in results),
+        )  # fmt: skip
+        self.trace.write_round(record, best, self.problem)
+        history = state.history + [a for a in map(attempt_of, results) if a is not None]
+        self.state = state.model_copy(update={"round": round_, "beam": beam, "history": history, "seen": seen,
+                                              "rounds": state.rounds + [record]})  # fmt: skip
+        self._save()
+        self.display.round_end(record, self._speedup(record.running_best_ms))
+
+    # ------------------------------------------------------------------------------------------- the end
+    def finish(self) -> Summary:
+        """Re-time the beam and the starting kernel side by side, crown the fastest, write the summary."""
+        state = self.state
+        finalists = list(state.beam)
+        if state.input is not None and all(e.id != "input" for e in finalists):
+            finalists.append(state.input)
+        retimed: list[FinalTiming] = self.pool.call("retime", state.spec, finalists) if finalists else []
+        self.display.event("retime", timings=[t.model_dump() for t in retimed])
+        timed = [t for t in retimed if t.median_ms is not None]
+        best_t = min(timed, key=lambda t: t.median_ms, default=None)
+        best = next((e for e in finalists if best_t and e.id == best_t.id), None)
+        input_t = next((t for t in retimed if t.id == "input"), None)
+        input_ms = input_t.median_ms if input_t and input_t.median_ms else (state.input.median_ms if state.input else None)
+        best_ms = best_t.median_ms if best_t else None
+        by_label = {b.label: b.median_ms for b in state.baselines}
+        floor_pct = 100.0 * state.floor.floor_ms / best_ms if state.floor and best_ms else None
+        summary = Summary(
+            problem=self.problem, config=state.config, spec=state.spec, versions=self.versions, gpu_name=state.gpu_name,
+            baselines=state.baselines, input_ms=input_ms, floor=state.floor, rounds=state.rounds, final_retime=retimed,
+            best_id=best.id if best else None, best_ms=best_ms, best_round=best.round if best else None,
+            speedup_vs_input=_ratio(input_ms, best_ms), speedup_vs_eager=_ratio(by_label.get("eager"), best_ms),
+            speedup_vs_compile=_ratio(by_label.get("compile"), best_ms), pct_of_floor=floor_pct,
+            candidates=sum(r.tasks for r in state.rounds), candidates_ok=sum(r.ok for r in state.rounds),
+            tokens=sum(r.tokens for r in state.rounds), cost_usd=sum(r.cost_usd for r in state.rounds),
+            wall_s=self._elapsed(), gpu_measure_s=sum(r.gpu_measure_s for r in state.rounds),
+        )  # fmt: skip
+        self.trace.write_final(summary, best.kernel.source if best else None)
+        self.display.finish(summary)
+        return summary
+
+    def _speedup(self, ms: float | None) -> float | None:
+        return _ratio(self.state.input.median_ms if self.state.input else None, ms)
+
+    def _elapsed(self) -> float:
+        return self.state.elapsed_s + time.time() - self.session_start
+
+    def _save(self) -> None:
+        now = time.time()
+        self.state = self.state.model_copy(update={"elapsed_s": self.state.elapsed_s + now - self.session_start})
+        self.session_start = now
+        self.trace.save_state(self.state)
+
+
+def _ratio(base: float | None, ms: float | None) -> float | None:
+    return base / ms if base and ms else None
+
+
+def out_has_run(out: Path) -> bool:
+    return (out / "state.json").is_file()

@@ -1,0 +1,136 @@
+"""A pool of search workers on Ray: tasks go to idle workers and come back as they finish.
+
+No round-wide barrier: the driver collects each result as soon as it is ready, and a task not back
+within its timeout is recorded as failed and its worker restarted, so one hung kernel cannot stall a
+round. A worker that dies mid-task (a crashed process, a lost node) is restarted by Ray and the task is
+retried once on some worker; a second death records the task as failed.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import ray
+from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
+
+from beamsearch.state import Task, TaskResult
+from workers.actor import RemoteSearchWorker
+
+log = logging.getLogger(__name__)
+MAX_RESTARTS = 4
+
+
+@dataclass
+class Worker:
+    name: str
+    handle: ray.actor.ActorHandle
+    where: str = ""
+
+
+@dataclass
+class InFlight:
+    task: Task
+    worker: Worker
+    started: float
+    attempt: int
+
+
+@dataclass
+class WorkerPool:
+    workers: list[Worker]
+    gpu_share: float
+    on_gpu: bool
+    make: Callable[[str], ray.actor.ActorHandle] = field(repr=False)
+
+    @classmethod
+    def start(cls, count: int, gpus: int) -> WorkerPool:
+        """``count`` actors; on GPUs each gets ``gpus / count`` of one (a whole GPU when count <= gpus)."""
+        on_gpu = gpus > 0
+        share = min(1.0, gpus / count) if on_gpu else 0.0
+        if on_gpu and share < 1.0:
+            # Fractions must tile a GPU exactly, or Ray leaves one worker unplaced.
+            per_gpu = -(-count // gpus)
+            share = 1.0 / per_gpu
+
+        def make(name: str) -> ray.actor.ActorHandle:
+            # num_cpus=0: a worker mostly waits on children and the network; Ray would otherwise reserve a
+            # CPU per actor and leave workers unplaced on small machines. SPREAD places them across nodes.
+            options = dict(num_cpus=0, max_restarts=MAX_RESTARTS, max_task_retries=0, scheduling_strategy="SPREAD",
+                           name=None)  # fmt: skip
+            if on_gpu:
+                options["num_gpus"] = share
+            return RemoteSearchWorker.options(**options).remote(name)
+
+        workers = [Worker(f"w{i}", make(f"w{i}")) for i in range(count)]
+        pool = cls(workers=workers, gpu_share=share, on_gpu=on_gpu, make=make)
+        for w in workers:
+            w.where = ray.get(w.handle.where.remote(), timeout=600)
+        return pool
+
+    def call(self, method: str, *args: object, timeout_s: float = 3600.0) -> object:
+        """One call on the first worker, for the run's set-up steps (baselines, floor, final re-timing)."""
+        return ray.get(getattr(self.workers[0].handle, method).remote(*args), timeout=timeout_s)
+
+    def run(self, tasks: list[Task], timeout_s: float, method: str = "run") -> Iterator[TaskResult]:
+        """Yield a result for every task, as each finishes (failed ones included), in no fixed order."""
+        queue: deque[tuple[Task, int]] = deque((t, 0) for t in tasks)
+        idle = deque(self.workers)
+        running: dict[ray.ObjectRef, InFlight] = {}
+        while queue or running:
+            while queue and idle:
+                task, attempt = queue.popleft()
+                worker = idle.popleft()
+                ref = getattr(worker.handle, method).remote(task)
+                running[ref] = InFlight(task, worker, time.monotonic(), attempt)
+            ready, _ = ray.wait(list(running), num_returns=1, timeout=1.0)
+            for ref in ready:
+                job = running.pop(ref)
+                try:
+                    result = ray.get(ref, timeout=60)
+                except RayActorError as e:
+                    log.warning("worker %s died during %s: %s", job.worker.name, job.task.id, e)
+                    self._replace_if_dead(job.worker)
+                    if job.attempt == 0:
+                        queue.appendleft((job.task, 1))
+                    else:
+                        yield failed(job.task, f"the worker died twice running this task: {_first_line(e)}")
+                    idle.append(job.worker)
+                    continue
+                except (RayTaskError, GetTimeoutError) as e:  # an error in our own code, not the kernel's
+                    yield failed(job.task, f"task error on {job.worker.name}: {_first_line(e)}")
+                    idle.append(job.worker)
+                    continue
+                idle.append(job.worker)
+                yield result
+            now = time.monotonic()
+            for ref, job in list(running.items()):
+                if now - job.started > timeout_s:
+                    running.pop(ref)
+                    log.warning("task %s not back after %.0f s: restarting %s", job.task.id, timeout_s, job.worker.name)
+                    ray.kill(job.worker.handle, no_restart=False)
+                    idle.append(job.worker)
+                    yield failed(job.task, f"task timed out after {timeout_s:.0f} s; its worker was restarted")
+
+    def _replace_if_dead(self, worker: Worker) -> None:
+        try:
+            worker.where = ray.get(worker.handle.where.remote(), timeout=300)
+        except RayActorError:
+            log.warning("worker %s is gone for good: starting a new one", worker.name)
+            worker.handle = self.make(worker.name)
+
+    def shutdown(self) -> None:
+        for w in self.workers:
+            ray.kill(w.handle, no_restart=True)
+
+
+def failed(task: Task, reason: str) -> TaskResult:
+    return TaskResult(task_id=task.id, parent_id=task.parent.id, round=task.round, direction=task.direction,
+                      status="failed", reason=reason, parent_ms=task.parent.median_ms, finished_at=time.time())  # fmt: skip
+
+
+def _first_line(e: BaseException) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0][:300]

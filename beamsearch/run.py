@@ -1,0 +1,192 @@
+"""``python -m beamsearch.run``: the beam search, on a local Ray or an existing cluster.
+
+    python -m beamsearch.run --problem 43_Max_Pooling_3D --workers 4 --rounds 8
+
+With no model configured the offline tuner proposes; ``--llm MODEL`` asks a model through litellm;
+``--replay DIR`` re-proposes a recorded run's kernels. With no GPU the workers run Triton's interpreter
+on the problem's small shapes. Ctrl-C (or a killed driver) leaves a consistent trace: ``--resume``
+continues after the last finished round, reusing the finished candidates of the round cut short.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from beamsearch.cli_common import fail
+from beamsearch.config import SearchConfig, load_config_file
+from beamsearch.display import Display
+from beamsearch.driver import Driver, SearchError
+from beamsearch.problems import ProblemNotFound, resolve_problem
+from beamsearch.schema import Kernel, RunSpec
+from beamsearch.state import BeamState
+from beamsearch.trace import TraceWriteError, TraceWriter
+
+CPU_WORKERS = 2
+
+
+def parse_args(argv: list[str] | None) -> tuple[SearchConfig, bool, set[str]]:
+    p = argparse.ArgumentParser(prog="python -m beamsearch.run", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    fields = SearchConfig.model_fields
+    p.add_argument("--problem", help=fields["problem"].description)
+    p.add_argument("--config", help="a JSON or TOML file of options (same names, with underscores)")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out after its last finished round")
+    for name in ("kernel", "out", "llm", "api_base", "replay", "device", "address"):
+        p.add_argument(f"--{name.replace('_', '-')}", dest=name, default=None, help=fields[name].description)
+    for name in ("rounds", "workers", "beam_width", "directions", "seed", "refine_tries", "verify_per_gpu"):
+        p.add_argument(f"--{name.replace('_', '-')}", dest=name, type=int, default=None, help=fields[name].description)
+    p.add_argument("--task-timeout", dest="task_timeout_s", type=float, default=None, help=fields["task_timeout_s"].description)
+    p.add_argument("--dtype", choices=["bf16", "fp16", "fp32"], default=None)
+    p.add_argument("--shapes", choices=["auto", "full", "small"], default=None)
+    p.add_argument("--baselines", type=lambda s: [x for x in s.split(",") if x], default=None,
+                   help="comma-separated: eager, compile, compile-max-autotune (empty string: none)")  # fmt: skip
+    p.add_argument("--no-profile", dest="profile", action="store_false", default=None, help="skip ncu")
+    p.add_argument("--quiet", action="store_true", default=None, help=fields["quiet"].description)
+    args = p.parse_args(argv)
+    values: dict = {}
+    if args.config:
+        try:
+            values |= load_config_file(args.config)
+        except ValueError as e:
+            fail(str(e))
+    given = {k: v for k, v in vars(args).items() if k in fields and v is not None}
+    values |= given
+    if "problem" not in values:
+        p.error("--problem is required (on the command line or in --config)")
+    try:
+        return SearchConfig(**values), args.resume, set(given)
+    except ValidationError as e:
+        fail(f"bad options: {e}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    config, resume, given = parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        problem = resolve_problem(config.problem)
+    except ProblemNotFound as e:
+        fail(str(e))
+    out = config.out_dir(Path(problem.problem_path).parent)
+    trace = TraceWriter(out)
+    previous = _previous_state(trace, resume, out)
+    if previous is not None:  # the run's own options hold; only more rounds or a quieter display may be asked
+        config = previous.config.model_copy(update={k: getattr(config, k) for k in given & {"rounds", "quiet"}})
+    kernel = None if previous else _starting_kernel(config, problem)
+    if config.replay and not Path(config.replay).is_dir():
+        fail(f"--replay {config.replay}: not a folder")
+
+    import ray
+
+    ray_tmp = _start_ray(config.address)
+    try:
+        gpus = int(ray.cluster_resources().get("GPU", 0))
+        device = _device(config.device, gpus)
+        spec = previous.spec if previous else RunSpec(
+            problem_path=problem.problem_path, device=device, dtype=config.dtype,
+            shapes=config.shapes if config.shapes != "auto" else ("full" if device == "cuda" else "small"))  # fmt: skip
+        workers = config.workers or (gpus if device == "cuda" else CPU_WORKERS)
+        display = Display(config.quiet, trace.log_event)
+        return _search(config, previous, kernel, spec, workers, gpus if device == "cuda" else 0, trace, display, problem.name)
+    finally:
+        ray.shutdown()
+        if ray_tmp:
+            shutil.rmtree(ray_tmp, ignore_errors=True)
+
+
+def _search(config: SearchConfig, previous: BeamState | None, kernel: Kernel | None, spec: RunSpec, workers: int,
+            gpus: int, trace: TraceWriter, display: Display, problem: str) -> int:  # fmt: skip
+    from beamsearch.pool import WorkerPool
+
+    pool = WorkerPool.start(workers, gpus)
+    state = previous or BeamState(config=config, problem=problem, spec=spec)
+    driver = Driver(state, pool, trace, display, problem, versions=pool.call("versions"))
+    try:
+        if previous is None:
+            driver.measure_start(kernel)
+        elif previous.round:
+            display.event("resume", after_round=previous.round, rounds=config.rounds)
+        driver.state = driver.state.model_copy(update={"config": config})
+        driver.run_rounds()
+        summary = driver.finish()
+    except SearchError as e:
+        display.close()
+        fail(str(e), code=1)
+    except TraceWriteError as e:
+        display.close()
+        fail(f"{e}. The trace up to the last finished round is intact; free space and run again with --resume", code=1)
+    except KeyboardInterrupt:
+        display.event("interrupted", after_round=driver.state.round)
+        display.close()
+        print(f"interrupted: the trace in {trace.out} is consistent up to round {driver.state.round}; "
+              f"continue with --resume --out {trace.out}", file=sys.stderr)  # fmt: skip
+        return 130
+    finally:
+        pool.shutdown()
+    try:
+        from beamsearch.report import write_report
+
+        write_report(trace.out)
+    except ImportError:
+        pass
+    return 0 if summary.best_id else 1
+
+
+def _previous_state(trace: TraceWriter, resume: bool, out: Path) -> BeamState | None:
+    state = trace.load_state() if (out / "state.json").is_file() else None
+    if resume and state is None:
+        fail(f"--resume: no run to resume in {out} (no state.json)")
+    if not resume and state is not None:
+        fail(f"{out} already holds a run (state.json): continue it with --resume, or choose another --out")
+    return state
+
+
+def _starting_kernel(config: SearchConfig, problem) -> Kernel:
+    path = config.kernel or problem.input_kernel_path
+    if path is None:
+        fail(f"problem {problem.name} has no input_kernel.py next to it: give a starting kernel with --kernel")
+    try:
+        return Kernel(source=Path(path).expanduser().read_text(), origin="input", note=f"starting kernel {path}")
+    except OSError as e:
+        fail(f"--kernel {path}: {e.strerror or e}")
+
+
+def _device(requested: str, gpus: int) -> str:
+    if requested == "auto":
+        return "cuda" if gpus else "cpu"
+    if requested.startswith("cuda") and not gpus:
+        fail(f"--device {requested}: the Ray cluster has no GPU (use --device cpu for Triton's interpreter)")
+    if requested not in ("cpu", "cuda"):
+        fail(f"--device {requested}: use cpu, cuda or auto (workers get whole GPUs or shares from Ray)")
+    return requested
+
+
+def _start_ray(address: str | None) -> str | None:
+    """Join ``address`` (or RAY_ADDRESS); else start a private local Ray. Returns the temp folder to remove."""
+    import ray
+
+    address = address or os.environ.get("RAY_ADDRESS")
+    if address:
+        try:
+            ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False)
+        except (ConnectionError, RuntimeError, ValueError) as e:
+            fail(f"cannot reach the Ray cluster at {address}: {e}")
+        return None
+    # A private Ray: its files in a temp folder removed at exit (not /tmp/ray), bound to 127.0.0.1, so
+    # no auth token needs writing to ~/.ray (Ray's default for new local clusters).
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    tmp = tempfile.mkdtemp(prefix="bsray-", dir="/tmp")
+    ray.init(_temp_dir=tmp, _node_ip_address="127.0.0.1", include_dashboard=False, logging_level=logging.WARNING,
+             log_to_driver=False, configure_logging=True)  # fmt: skip
+    return tmp
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

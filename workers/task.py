@@ -1,0 +1,330 @@
+"""One search task on a worker: profile the parent, diagnose, propose, verify (refining on failure),
+time, profile the new kernel, reflect. Plain functions, so tests run them without Ray.
+
+The candidate's code never runs here: verification, timing and ncu each run it in a child process.
+Nothing here raises for what a kernel or a model does; those become the result's status and reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import socket
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from beamsearch.schema import Diagnosis, Floor, Kernel, Profile, Roofline, RunSpec, TimingResult
+from beamsearch.state import Baseline, BeamEntry, FinalTiming, Task, TaskResult, VerifyTry
+from profiling.ncu import profile_kernel
+from profiling.roofline import classify
+from profiling.work import judge_time
+from workers.gpu_lock import gpu_slot
+from workers.proposers.llm import LLMProposer
+from workers.proposers.replay import ReplayProposer
+from workers.proposers.rules import rules_diagnosis
+from workers.proposers.tuner import TunerProposer
+from workers.timing import time_target
+from workers.verify import verify_kernel
+
+CPU_STAND_IN_GPU = "NVIDIA H100 80GB HBM3"  # peaks quoted to a model on CPU runs, which have none
+
+
+class WorkerContext:
+    """What one worker keeps between tasks: parent profiles and diagnoses by kernel hash, a scratch folder."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.host = socket.gethostname()
+        self.profiles: dict[str, tuple[Profile, Roofline | None]] = {}
+        self.diagnoses: dict[tuple[str, str], Diagnosis] = {}
+        self.scratch = Path(tempfile.mkdtemp(prefix=f"beamsearch-{name}-"))
+
+    def kernel_file(self, key: str, kernel: Kernel) -> str:
+        path = self.scratch / key / "kernel.py"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(kernel.source)
+        return str(path)
+
+
+class Stages:
+    """Wall time per stage of a task."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextlib.contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
+
+
+def task_seeds(task_id: str, base: int) -> list[int]:
+    """Fresh inputs per candidate: three seeds drawn from the task's id and the run's seed."""
+    start = int(hashlib.sha256(f"{base}:{task_id}".encode()).hexdigest()[:7], 16)
+    return [start, start + 1, start + 2]
+
+
+def run_task(task: Task, ctx: WorkerContext) -> TaskResult:
+    stages = Stages()
+    config, spec, parent = task.config, task.spec, task.parent
+    common = dict(task_id=task.id, parent_id=parent.id, round=task.round, direction=task.direction,
+                  parent_ms=parent.median_ms, worker=f"{ctx.host}/{ctx.name}")  # fmt: skip
+    with stages("profile_parent"):
+        parent_profile, parent_roofline = parent_measure(parent, spec, config.profile, ctx)
+    llm = make_llm(config, spec) if config.llm else None
+    with stages("diagnose"):
+        diagnosis = diagnose(parent, parent_profile, parent_roofline, task.floor, llm, spec, ctx)
+    common |= dict(parent_profile=parent_profile, parent_roofline=parent_roofline, diagnosis=diagnosis)
+
+    with stages("propose"):
+        kernel = propose(task, diagnosis, llm)
+    if kernel is None:
+        return _done(TaskResult(status="no_proposal", reason=_no_proposal_reason(config, llm), **common,
+                                exchanges=_exchanges(llm)), stages)  # fmt: skip
+
+    seeds = task_seeds(task.id, config.seed)
+    tries: list[VerifyTry] = []
+    while True:
+        path = ctx.kernel_file(f"{task.id}-v{len(tries)}", kernel)
+        with gpu_slot(spec.device, "verify", config.verify_per_gpu):
+            with stages("verify"):
+                verdict = verify_kernel(spec, path, seeds=seeds)
+        tries.append(VerifyTry(kernel=kernel, verdict=verdict))
+        if verdict.passed or llm is None or len(tries) > config.refine_tries:
+            break
+        with stages("refine"):
+            refined = llm.refine(kernel, verdict)
+        if refined is None:
+            break
+        kernel = refined
+    common |= dict(kernel=kernel, tries=tries)
+    if not verdict.passed:
+        lesson = f"{kernel.note}: rejected ({verdict.status}: {verdict.reason[:160]})"
+        with stages("reflect"):
+            reflection = _reflect(llm, diagnosis, task, parent, kernel, None, verdict)
+        return _done(TaskResult(status="rejected", reason=f"{verdict.status}: {verdict.reason}", lesson=lesson,
+                                reflection=reflection, exchanges=_exchanges(llm), **common), stages)  # fmt: skip
+
+    with stages("time"):
+        timing = time_target(spec, path, seed=seeds[0])
+    gpu_s = _held_s(timing)
+    ms = timing.timing.median_ms if timing.timing else None
+    if ms is None:
+        return _done(TaskResult(status="not_timed", reason=f"timing {timing.status}: {timing.reason}", timing=timing,
+                                gpu_measure_s=gpu_s, exchanges=_exchanges(llm), **common), stages)  # fmt: skip
+    pct, suspect = judge_time(task.floor, ms) if task.floor and spec.device.startswith("cuda") else (None, False)
+
+    profile, roofline = None, None
+    if config.profile and spec.device.startswith("cuda") and not suspect:
+        with stages("profile"):
+            profile = profile_kernel(spec, path, seed=seeds[0])
+        roofline = classify(profile.combined) if profile.available else None
+        gpu_s += profile.duration_s if profile.available else 0.0
+        ctx.profiles[kernel.hash] = (profile, roofline)
+
+    with stages("reflect"):
+        reflection = _reflect(llm, diagnosis, task, parent, kernel, ms, verdict)
+    lesson = reflection.lesson if reflection else _tuner_lesson(kernel, parent.median_ms, ms)
+    status, reason = ("suspect", f"{ms:.4f} ms is faster than the floor allows ({pct:.0f} % of floor)") if suspect \
+        else ("ok", f"{ms:.4f} ms ({parent.median_ms / ms:.3f}x the parent)")  # fmt: skip
+    return _done(TaskResult(status=status, reason=reason, timing=timing, profile=profile, roofline=roofline,
+                            pct_of_floor=pct, reflection=reflection, lesson=lesson, exchanges=_exchanges(llm),
+                            gpu_measure_s=gpu_s, **common), stages)  # fmt: skip
+
+
+def measure_input(task: Task, ctx: WorkerContext) -> TaskResult:
+    """Round 0: the starting kernel, verified, timed and profiled like any candidate (its ``parent``)."""
+    stages = Stages()
+    spec, kernel = task.spec, task.parent.kernel
+    common = dict(task_id=task.id, parent_id="", round=0, direction=0, kernel=kernel, worker=f"{ctx.host}/{ctx.name}")
+    path = ctx.kernel_file(task.id, kernel)
+    seeds = task_seeds(task.id, task.config.seed)
+    with stages("verify"):
+        verdict = verify_kernel(spec, path, seeds=seeds)
+    tries = [VerifyTry(kernel=kernel, verdict=verdict)]
+    if not verdict.passed:
+        return _done(TaskResult(status="rejected", reason=f"{verdict.status}: {verdict.reason}", tries=tries, **common), stages)
+    with stages("time"):
+        timing = time_target(spec, path, seed=seeds[0])
+    if timing.timing is None:
+        return _done(TaskResult(status="not_timed", reason=f"timing {timing.status}: {timing.reason}", tries=tries,
+                                timing=timing, **common), stages)  # fmt: skip
+    profile, roofline = None, None
+    if task.config.profile and spec.device.startswith("cuda"):
+        with stages("profile"):
+            profile = profile_kernel(spec, path, seed=seeds[0])
+        roofline = classify(profile.combined) if profile.available else None
+    pct = judge_time(task.floor, timing.timing.median_ms)[0] if task.floor and spec.device.startswith("cuda") else None
+    return _done(TaskResult(status="ok", reason=f"{timing.timing.median_ms:.4f} ms", tries=tries, timing=timing,
+                            profile=profile, roofline=roofline, pct_of_floor=pct, gpu_measure_s=_held_s(timing)
+                            + (profile.duration_s if profile and profile.available else 0.0), **common), stages)  # fmt: skip
+
+
+def time_baselines(spec: RunSpec, targets: list[str]) -> list[Baseline]:
+    out = []
+    for target in targets:
+        result = time_target(spec, target)
+        ms = result.timing.median_ms if result.timing else None
+        out.append(Baseline(label=target, target=target, median_ms=ms, status=result.status, reason=result.reason))
+    return out
+
+
+def problem_floor_or_none(spec: RunSpec) -> tuple[Floor | None, str, str]:
+    """(floor, GPU name, why no floor). Counting work imports the problem (not a candidate) here."""
+    if not spec.device.startswith("cuda"):
+        return None, "cpu (Triton interpreter)", "CPU run: no floor"
+    import torch
+
+    from profiling.gpu_specs import UnknownGpu
+    from profiling.work import problem_floor
+
+    name = torch.cuda.get_device_name(torch.device(spec.device))
+    try:
+        return problem_floor(spec, name), name, ""
+    except UnknownGpu as e:
+        return None, name, str(e)
+
+
+def retime(spec: RunSpec, entries: list[BeamEntry], ctx: WorkerContext, rounds: int = 2) -> list[FinalTiming]:
+    """The beam's kernels timed side by side, interleaved ``rounds`` times; the median of medians counts."""
+    paths = {e.id: ctx.kernel_file(f"retime-{e.id}", e.kernel) for e in entries}
+    medians: dict[str, list[float]] = {e.id: [] for e in entries}
+    status: dict[str, str] = {e.id: "ok" for e in entries}
+    for _ in range(rounds):
+        for e in entries:
+            result = time_target(spec, paths[e.id])
+            if result.timing is None:
+                status[e.id] = f"{result.status}: {result.reason}"[:200]
+            else:
+                medians[e.id].append(result.timing.median_ms)
+    return [FinalTiming(id=i, median_ms=sorted(m)[len(m) // 2] if m else None, status=status[i]) for i, m in medians.items()]
+
+
+def parent_measure(parent: BeamEntry, spec: RunSpec, profile_on: bool, ctx: WorkerContext) -> tuple[Profile | None, Roofline | None]:
+    if parent.profile is not None:
+        return parent.profile, parent.roofline
+    if parent.kernel.hash in ctx.profiles:
+        return ctx.profiles[parent.kernel.hash]
+    if not (profile_on and spec.device.startswith("cuda")):
+        return None, None
+    path = ctx.kernel_file(f"parent-{parent.kernel.hash}", parent.kernel)
+    profile = profile_kernel(spec, path)
+    measured = (profile, classify(profile.combined) if profile.available else None)
+    ctx.profiles[parent.kernel.hash] = measured
+    return measured
+
+
+def diagnose(parent: BeamEntry, profile: Profile | None, roofline: Roofline | None, floor: Floor | None,
+             llm: LLMProposer | None, spec: RunSpec, ctx: WorkerContext) -> Diagnosis:  # fmt: skip
+    wanted = "llm" if llm else "rules"
+    if parent.diagnosis is not None and parent.diagnosis.source == wanted:
+        return parent.diagnosis
+    key = (parent.kernel.hash, wanted)
+    if key not in ctx.diagnoses:
+        if llm is None:
+            ctx.diagnoses[key] = rules_diagnosis(roofline)
+        else:
+            ctx.diagnoses[key] = llm.diagnose(parent.kernel, peaks=_peaks(spec, profile), profile=profile,
+                                              roofline=roofline, floor=floor, measured_ms=parent.median_ms)  # fmt: skip
+    return ctx.diagnoses[key]
+
+
+def propose(task: Task, diagnosis: Diagnosis, llm: LLMProposer | None) -> Kernel | None:
+    """The task's one proposal: direction d is the d-th bottleneck for a model, the d-th proposal otherwise."""
+    config, d = task.config, task.direction
+    if llm is not None:
+        bottlenecks = diagnosis.bottlenecks
+        if bottlenecks:
+            k = d % len(bottlenecks)
+            diagnosis = diagnosis.model_copy(update={"bottlenecks": bottlenecks[k:] + bottlenecks[:k]})
+        kernels = llm.propose(task.parent.kernel, diagnosis, task.history)
+        return kernels[0] if kernels else None
+    if config.replay:
+        proposer = ReplayProposer(config.replay)
+        proposer.seek(task.round - 1)
+        kernels = proposer.propose(task.parent.kernel, diagnosis, task.history)
+    else:
+        kernels = TunerProposer(per_call=d + 1, seed=config.seed).propose(task.parent.kernel, diagnosis, task.history)
+    return kernels[d] if d < len(kernels) else None
+
+
+def make_llm(config, spec: RunSpec) -> LLMProposer:
+    from workers.llm_client import LLMClient, LLMConfig
+
+    client = LLMClient(LLMConfig(model=config.llm, api_base=config.api_base, timeout_s=config.llm_timeout_s))
+    return LLMProposer(client, Path(spec.problem_path).read_text(), dtype=spec.dtype)
+
+
+def _peaks(spec: RunSpec, profile: Profile | None):
+    from profiling.peaks import effective_peaks
+
+    if spec.device.startswith("cuda"):
+        import torch
+
+        return effective_peaks(torch.cuda.get_device_name(torch.device(spec.device)))
+    peaks = effective_peaks(CPU_STAND_IN_GPU)
+    return peaks.model_copy(update={"device_name": f"{CPU_STAND_IN_GPU} (numbers quoted for a CPU run: no GPU here)"})
+
+
+def _reflect(llm, diagnosis: Diagnosis, task: Task, parent: BeamEntry, kernel: Kernel, ms, verdict):
+    if llm is None or not diagnosis.bottlenecks:
+        return None
+    bottleneck = diagnosis.bottlenecks[task.direction % len(diagnosis.bottlenecks)]
+    return llm.reflect(bottleneck, parent=parent.kernel, child=kernel, parent_ms=parent.median_ms, child_ms=ms,
+                       verdict=verdict)  # fmt: skip
+
+
+def _tuner_lesson(kernel: Kernel, parent_ms: float, ms: float) -> str:
+    return f"{kernel.note}: {parent_ms / ms:.3f}x the parent ({parent_ms:.4f} -> {ms:.4f} ms)"
+
+
+def _no_proposal_reason(config, llm) -> str:
+    if llm is not None:
+        return "the model gave no usable new kernel (see the exchanges)"
+    if config.replay:
+        return "the recorded run has no kernel for this round and direction"
+    return "the tuner has no untried knob setting in this direction"
+
+
+def _exchanges(llm: LLMProposer | None) -> list:
+    if llm is None:
+        return []
+    out, llm.exchanges = llm.exchanges, []
+    return out
+
+
+def _held_s(timing: TimingResult) -> float:
+    return max(0.0, timing.duration_s - timing.lock_wait_s) if timing.timing else 0.0
+
+
+def _done(result: TaskResult, stages: Stages) -> TaskResult:
+    return result.model_copy(update={"stage_s": stages.seconds, "finished_at": time.time()})
+
+
+def versions() -> dict[str, str]:
+    """Versions for the summary: Python, torch, triton, ray, beamsearch, and the GPU driver where there is one."""
+    import importlib.metadata
+    import platform
+    import subprocess
+
+    import ray
+    import torch
+    import triton
+
+    out = {"python": platform.python_version(), "torch": torch.__version__, "triton": triton.__version__,
+           "ray": ray.__version__, "beamsearch": importlib.metadata.version("beamsearch")}  # fmt: skip
+    if torch.version.cuda:
+        out["cuda"] = torch.version.cuda
+    try:
+        smi = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20)  # fmt: skip
+        if smi.returncode == 0 and smi.stdout.strip():
+            out["driver"] = smi.stdout.split()[0]
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    return out
