@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -59,7 +60,7 @@ def plot_convergence(c: Convergence, path: Path) -> None:
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     else:
         ax.set_ylim(bottom=0)
-    ax.set_title(c.title, fontsize=9)
+    ax.set_title("\n".join(textwrap.fill(line, 110) for line in c.title.splitlines()), fontsize=9)
     ax.set_xlabel("round (0: the input kernel)")
     ax.set_ylabel("median time per call, ms")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))

@@ -357,6 +357,8 @@ def ncu_section(run: Run) -> str:
     if best_id == "input":
         after, why_after = None, "the input kernel stayed the best"
     if before is None and after is None:
+        if run.on_cpu:
+            return "No profiles: Nsight Compute needs a GPU (this was a CPU run)."
         return f"No profiles: input: {why_before}; best: {why_after}."
     head = ("metric", "input", f"optimized (`{best_id}`)", "change")
     rows = []
@@ -407,15 +409,15 @@ def convergence(run: Run) -> Convergence:
             ("torch.compile max-autotune", run.baseline_ms("compile-max-autotune")),
             ("floor (physical limit)", run.floor_ms)]  # fmt: skip
     spec = (run.summary or run.state).spec if (run.summary or run.state) else None
-    where = f"{_device(run)}, {spec.dtype}, {spec.shapes} shapes" if spec else ""
+    title = [run.problem, f"{_device(run)}, {spec.dtype}, {spec.shapes} shapes" if spec else ""]
     if run.on_cpu:
-        where += ": Triton interpreter times, not GPU speed (baselines not drawn)"
+        title[1] += ": interpreter times, not GPU speed; PyTorch baselines not drawn"
     if run.summary and run.summary.speedup_vs_input:
-        where += f"; best {fmt_ms(best_ms)} ms, {fmt_x(run.summary.speedup_vs_input)} vs input"
+        title.append(f"best {fmt_ms(best_ms)} ms, {fmt_x(run.summary.speedup_vs_input)} vs the input kernel")
         if run.summary.speedup_vs_compile and not run.on_cpu:
-            where += f", {fmt_x(run.summary.speedup_vs_compile)} vs torch.compile"
+            title[-1] += f", {fmt_x(run.summary.speedup_vs_compile)} vs torch.compile"
     return Convergence(
-        title=f"{run.problem}\n{where}",
+        title="\n".join(t for t in title if t),
         running=[(x, y) for x, y in zip(xs, ys, strict=True) if y is not None],
         round_best=[(r.round, r.best_ms) for r in run.rounds if r.best_ms is not None],
         failed_rounds=[r.round for r in run.rounds if not r.ok],

@@ -207,7 +207,7 @@ def test_cpu_run_cut_short_without_summary(tmp_path) -> None:
     head = list(rep.TABLE_HEAD)
     assert cells[head.index("device")] == "CPU (interpreter)" and cells[head.index("best ms")] == "1.600"
     assert cells[head.index("vs eager")] == "-" and cells[head.index("% of floor")] == "-"
-    assert "No profiles" in text
+    assert "No profiles: Nsight Compute needs a GPU" in text
     assert not (tmp_path / "README.md").exists()  # no index outside artifacts/ unless it has the markers
 
 
