@@ -40,7 +40,7 @@ class Driver:
                            floor_note=floor_note, workers=[w.where for w in self.pool.workers])  # fmt: skip
         placeholder = BeamEntry(id="input", kernel=kernel, median_ms=0.0, round=0)
         task = Task(id="input", round=0, direction=0, parent=placeholder, spec=state.spec, config=state.config, floor=floor)
-        result = next(self.pool.run([task], state.config.task_timeout_s, method="measure_input"))
+        result = next(self.pool.run([task], state.config.task_timeout_s, method="measure_input", notify=self.display.event))
         self.trace.write_candidate(result, self.problem)
         self.display.candidate(result)
         if result.status != "ok" or result.median_ms is None:
@@ -54,8 +54,10 @@ class Driver:
                           roofline=result.roofline)  # fmt: skip
         seen = {**state.seen}
         mark_duplicate(result, seen)
+        history = [a for a in [attempt_of(result)] if a is not None]  # so no proposer offers the input again
         self.state = state.model_copy(update={"beam": [entry], "input": entry, "baselines": baselines, "floor": floor,
-                                              "gpu_name": gpu_name, "seen": seen, "started_at": time.time()})  # fmt: skip
+                                              "gpu_name": gpu_name, "seen": seen, "history": history,
+                                              "started_at": time.time()})  # fmt: skip
         self._save()
 
     def _baseline_targets(self) -> list[str]:
@@ -78,7 +80,7 @@ class Driver:
         results = list(done.values())
         for r in results:
             mark_duplicate(r, seen)
-        for result in self.pool.run(todo, self.state.config.task_timeout_s):
+        for result in self.pool.run(todo, self.state.config.task_timeout_s, notify=self.display.event):
             result = mark_duplicate(result, seen)
             self.trace.write_candidate(result, self.problem)
             results.append(result)

@@ -75,8 +75,11 @@ class WorkerPool:
         """One call on the first worker, for the run's set-up steps (baselines, floor, final re-timing)."""
         return ray.get(getattr(self.workers[0].handle, method).remote(*args), timeout=timeout_s)
 
-    def run(self, tasks: list[Task], timeout_s: float, method: str = "run") -> Iterator[TaskResult]:
-        """Yield a result for every task, as each finishes (failed ones included), in no fixed order."""
+    def run(self, tasks: list[Task], timeout_s: float, method: str = "run",
+            notify: Callable[..., None] = lambda kind, **data: None) -> Iterator[TaskResult]:  # fmt: skip
+        """Yield a result for every task, as each finishes (failed ones included), in no fixed order.
+
+        ``notify(kind, **data)`` hears of lost workers and timed-out tasks as they happen."""
         queue: deque[tuple[Task, int]] = deque((t, 0) for t in tasks)
         idle = deque(self.workers)
         running: dict[ray.ObjectRef, InFlight] = {}
@@ -93,6 +96,8 @@ class WorkerPool:
                     result = ray.get(ref, timeout=60)
                 except RayActorError as e:
                     log.warning("worker %s died during %s: %s", job.worker.name, job.task.id, e)
+                    notify("worker_lost", worker=job.worker.name, task=job.task.id, retried=job.attempt == 0,
+                           error=_first_line(e))  # fmt: skip
                     self._replace_if_dead(job.worker)
                     if job.attempt == 0:
                         queue.appendleft((job.task, 1))
@@ -111,9 +116,17 @@ class WorkerPool:
                 if now - job.started > timeout_s:
                     running.pop(ref)
                     log.warning("task %s not back after %.0f s: restarting %s", job.task.id, timeout_s, job.worker.name)
+                    notify("task_timeout", worker=job.worker.name, task=job.task.id, timeout_s=timeout_s)
+                    self._stop_children(job.worker)
                     ray.kill(job.worker.handle, no_restart=False)
                     idle.append(job.worker)
                     yield failed(job.task, f"task timed out after {timeout_s:.0f} s; its worker was restarted")
+
+    def _stop_children(self, worker: Worker) -> None:
+        try:
+            ray.get(worker.handle.stop_children.remote(), timeout=30)
+        except (RayActorError, RayTaskError, GetTimeoutError) as e:
+            log.warning("could not stop %s's child processes: %s", worker.name, _first_line(e))
 
     def _replace_if_dead(self, worker: Worker) -> None:
         try:

@@ -14,6 +14,7 @@ import argparse
 import logging
 import os
 import shutil
+import socket
 import sys
 import tempfile
 from pathlib import Path
@@ -174,6 +175,7 @@ def _start_ray(address: str | None) -> str | None:
 
     address = address or os.environ.get("RAY_ADDRESS")
     if address:
+        _check_reachable(address)
         try:
             ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False)
         except (ConnectionError, RuntimeError, ValueError) as e:
@@ -186,6 +188,19 @@ def _start_ray(address: str | None) -> str | None:
     ray.init(_temp_dir=tmp, _node_ip_address="127.0.0.1", include_dashboard=False, logging_level=logging.WARNING,
              log_to_driver=False, configure_logging=True)  # fmt: skip
     return tmp
+
+
+def _check_reachable(address: str) -> None:
+    """Fail fast on an address nothing listens on (ray.init would retry for minutes)."""
+    if address == "auto":
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not port.isdigit():
+        fail(f"Ray address {address!r}: expected host:port, ray://host:port or auto")
+    try:
+        socket.create_connection((host or "127.0.0.1", int(port)), timeout=5).close()
+    except OSError as e:
+        fail(f"cannot reach the Ray cluster at {address}: {e.strerror or e} (is `ray start --head` running there?)")
 
 
 if __name__ == "__main__":

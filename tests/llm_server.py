@@ -13,7 +13,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -62,7 +62,16 @@ class Empty:
     """A well-formed completion whose message content is empty."""
 
 
-Behaviour = Reply | HttpError | Slow | Garbage | Empty
+@dataclass(frozen=True)
+class Respond:
+    """Answer each request by its content: ``choose(prompt text)`` returns the behaviour to play.
+
+    For runs with concurrent requests, where a queue's order would not say which request gets what."""
+
+    choose: Callable[[str], Behaviour]
+
+
+Behaviour = Reply | HttpError | Slow | Garbage | Empty | Respond
 
 
 @dataclass(frozen=True)
@@ -167,6 +176,9 @@ class ScriptedLLMServer:
                         server._in_flight -= 1
 
             def _behave(self, b: Behaviour, body: dict[str, Any]) -> None:
+                if isinstance(b, Respond):
+                    text = "\n".join(str(m.get("content", "")) for m in body.get("messages", []))
+                    b = b.choose(text)
                 if isinstance(b, Slow):
                     if server._stopping.wait(b.delay_s):
                         return

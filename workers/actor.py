@@ -6,8 +6,11 @@ Ray sets CUDA_VISIBLE_DEVICES for an actor with ``num_gpus``; the children it st
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import socket
+from pathlib import Path
 
 import ray
 
@@ -22,7 +25,8 @@ class SearchWorker:
 
     def where(self) -> str:
         gpus = os.environ.get("CUDA_VISIBLE_DEVICES", "")
-        return f"{socket.gethostname()} pid {os.getpid()}" + (f" GPU {gpus}" if gpus else "")
+        node = ray.get_runtime_context().get_node_id()[:8]
+        return f"{socket.gethostname()} node {node} pid {os.getpid()}" + (f" GPU {gpus}" if gpus else "")
 
     def run(self, task: Task) -> TaskResult:
         return task_fns.run_task(task, self.ctx)
@@ -42,9 +46,41 @@ class SearchWorker:
     def retime(self, spec: RunSpec, entries: list[BeamEntry]) -> list[FinalTiming]:
         return task_fns.retime(spec, entries, self.ctx)
 
-    def crash(self) -> None:
-        """For fault-injection tests: die as a segfaulting process would."""
-        os._exit(1)
+    def stop_children(self) -> int:
+        """Kill every process this worker started (a hung verification, say); returns how many groups.
+
+        Runs beside a blocked ``run`` (the actor has two threads); the pool calls it before restarting a
+        worker whose task timed out, so no child outlives the task."""
+        groups = {os.getpgid(pid) for pid in _descendants(os.getpid())} - {os.getpgid(0)}
+        for group in groups:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(group, signal.SIGKILL)
+        return len(groups)
 
 
-RemoteSearchWorker = ray.remote(SearchWorker)
+def _descendants(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    out, todo = [], list(children.get(root, []))
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo += children.get(pid, [])
+    return [p for p in out if _alive(p)]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.getpgid(pid)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+# Two threads: ``run`` may block on a hung child while ``stop_children`` ends it.
+RemoteSearchWorker = ray.remote(max_concurrency=2)(SearchWorker)
