@@ -26,6 +26,7 @@ class SearchConfig(Record):
     directions: int = Field(2, ge=1, description="tasks per parent per round (bottlenecks, or tuner proposals)")
     llm: str | None = Field(None, description="litellm model string; none: the offline tuner")
     api_base: str | None = None
+    api_key_env: str | None = Field(None, description="env var holding the model's API key; none: litellm's usual ones")
     llm_timeout_s: float = Field(120.0, gt=0, description="per LLM request attempt")
     replay: str | None = Field(None, description="a recorded trace folder to re-propose from, instead of a model")
     device: str = Field("auto", description="auto, cpu, cuda")

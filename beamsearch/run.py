@@ -44,6 +44,7 @@ def parse_args(argv: list[str] | None) -> tuple[SearchConfig, bool, set[str]]:
         p.add_argument(f"--{name.replace('_', '-')}", dest=name, default=None, help=fields[name].description)
     for name in ("rounds", "workers", "beam_width", "directions", "seed", "refine_tries", "verify_per_gpu"):
         p.add_argument(f"--{name.replace('_', '-')}", dest=name, type=int, default=None, help=fields[name].description)
+    p.add_argument("--api-key-env", dest="api_key_env", default=None, help=fields["api_key_env"].description)
     p.add_argument("--task-timeout", dest="task_timeout_s", type=float, default=None, help=fields["task_timeout_s"].description)
     p.add_argument("--dtype", choices=["bf16", "fp16", "fp32"], default=None)
     p.add_argument("--shapes", choices=["auto", "full", "small"], default=None)
@@ -61,7 +62,9 @@ def parse_args(argv: list[str] | None) -> tuple[SearchConfig, bool, set[str]]:
     given = {k: v for k, v in vars(args).items() if k in fields and v is not None}
     values |= given
     if "problem" not in values:
-        p.error("--problem is required (on the command line or in --config)")
+        if not (args.resume and "out" in values):
+            p.error("--problem is required (on the command line or in --config); --resume --out DIR needs neither")
+        values["problem"] = _problem_of_run(Path(values["out"]))
     try:
         return SearchConfig(**values), args.resume, set(given)
     except ValidationError as e:
@@ -83,6 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     kernel = None if previous else _starting_kernel(config, problem)
     if config.replay and not Path(config.replay).is_dir():
         fail(f"--replay {config.replay}: not a folder")
+    if config.llm:
+        _preflight(config)
 
     import ray
 
@@ -138,6 +143,24 @@ def _search(config: SearchConfig, previous: BeamState | None, kernel: Kernel | N
     except ImportError:
         pass
     return 0 if summary.best_id else 1
+
+
+def _preflight(config: SearchConfig) -> None:
+    """One tiny request before any work: a wrong model name, key or address fails here, clearly."""
+    from workers.llm_client import LLMClient, LLMUnavailable
+    from workers.task import llm_config
+
+    try:
+        LLMClient(llm_config(config).model_copy(update={"max_retries": 1})).preflight()
+    except LLMUnavailable as e:
+        fail(str(e))
+
+
+def _problem_of_run(out: Path) -> str:
+    state = TraceWriter(out.expanduser()).load_state() if (out.expanduser() / "state.json").is_file() else None
+    if state is None:
+        fail(f"--resume: no run to resume in {out} (no state.json)")
+    return state.config.problem
 
 
 def _previous_state(trace: TraceWriter, resume: bool, out: Path) -> BeamState | None:

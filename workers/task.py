@@ -15,12 +15,14 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from beamsearch.config import SearchConfig
 from beamsearch.schema import Diagnosis, Floor, Kernel, Profile, Roofline, RunSpec, TimingResult
 from beamsearch.state import Baseline, BeamEntry, FinalTiming, Task, TaskResult, VerifyTry
 from profiling.ncu import profile_kernel
 from profiling.roofline import classify
 from profiling.work import judge_time
 from workers.gpu_lock import gpu_slot
+from workers.llm_client import LLMClient, LLMConfig
 from workers.proposers.llm import LLMProposer
 from workers.proposers.replay import ReplayProposer
 from workers.proposers.rules import rules_diagnosis
@@ -253,10 +255,14 @@ def propose(task: Task, diagnosis: Diagnosis, llm: LLMProposer | None) -> Kernel
     return kernels[d] if d < len(kernels) else None
 
 
-def make_llm(config, spec: RunSpec) -> LLMProposer:
-    from workers.llm_client import LLMClient, LLMConfig
+def llm_config(config: SearchConfig) -> LLMConfig:
+    return LLMConfig(model=config.llm, api_base=config.api_base, api_key_env=config.api_key_env,
+                     timeout_s=config.llm_timeout_s)  # fmt: skip
 
-    client = LLMClient(LLMConfig(model=config.llm, api_base=config.api_base, timeout_s=config.llm_timeout_s))
+
+def make_llm(config: SearchConfig, spec: RunSpec) -> LLMProposer:
+
+    client = LLMClient(llm_config(config))
     return LLMProposer(client, Path(spec.problem_path).read_text(), dtype=spec.dtype)
 
 

@@ -1,0 +1,88 @@
+"""The beam's pure parts: code identity, planning, duplicates, selection; and the config file."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from beamsearch.beam import code_hash, mark_duplicate, plan_round, select_beam
+from beamsearch.config import SearchConfig, load_config_file
+from beamsearch.schema import Kernel, RunSpec, TimingResult
+from beamsearch.state import BeamEntry, BeamState, TaskResult
+
+SOURCE = '''
+def kernel_function(x):
+    """Doc."""
+    y = x + 1  # add
+    return y
+'''
+
+
+def test_code_hash_ignores_comments_docstrings_and_layout() -> None:
+    same = 'def kernel_function(x):\n    y = (x +   1)\n\n\n    return y\n'
+    assert code_hash(SOURCE) == code_hash(same)
+    assert code_hash(SOURCE) != code_hash(SOURCE.replace("x + 1", "x + 2"))
+    assert code_hash("def broken(:\n") == code_hash("def broken(:   \n")  # no crash on bad syntax
+
+
+def _entry(id_: str, ms: float, source: str = SOURCE, round_: int = 1) -> BeamEntry:
+    return BeamEntry(id=id_, kernel=Kernel(source=source, origin="tuner"), median_ms=ms, round=round_)
+
+
+def _state(beam: list[BeamEntry], **config: object) -> BeamState:
+    spec = RunSpec(problem_path="/p/problem.py", shapes="small", device="cpu")
+    return BeamState(config=SearchConfig(problem="p", **config), problem="p", spec=spec, beam=beam)
+
+
+def test_plan_is_beam_times_directions_with_stable_ids() -> None:
+    state = _state([_entry("a", 1.0), _entry("b", 2.0, SOURCE + "\n#b"), _entry("c", 3.0)], beam_width=2, directions=3)
+    tasks = plan_round(state, 4)
+    assert [(t.id, t.parent.id, t.direction) for t in tasks] == [
+        ("r4-t0", "a", 0), ("r4-t1", "a", 1), ("r4-t2", "a", 2), ("r4-t3", "b", 0), ("r4-t4", "b", 1), ("r4-t5", "b", 2)]
+    assert [t.id for t in plan_round(state, 4)] == [t.id for t in tasks]
+
+
+def _result(id_: str, ms: float | None, source: str, status: str = "ok") -> TaskResult:
+    from beamsearch.schema import Timing
+
+    timing = None
+    if ms is not None:
+        t = Timing(median_ms=ms, mean_ms=ms, std_ms=0, min_ms=ms, n=5, warmup_n=1, method="m", device_name="cpu",
+                   on_gpu=False, dtype="bf16", shapes="small")  # fmt: skip
+        timing = TimingResult(target="k", status="ok", timing=t)
+    return TaskResult(task_id=id_, parent_id="input", round=1, direction=0, status=status, reason="",
+                      kernel=Kernel(source=source, origin="tuner"), timing=timing)  # fmt: skip
+
+
+def test_duplicates_are_marked_with_the_first_holder() -> None:
+    seen: dict[str, str] = {}
+    first = mark_duplicate(_result("r1-t0", 1.0, SOURCE), seen)
+    second = mark_duplicate(_result("r1-t1", 0.5, SOURCE.replace("# add", "")), seen)
+    assert first.status == "ok"
+    assert second.status == "duplicate" and "r1-t0" in second.reason
+    assert mark_duplicate(first, seen).status == "ok"  # a result seen again (resume) is not its own duplicate
+
+
+def test_select_keeps_the_fastest_distinct_codes() -> None:
+    beam = [_entry("input", 5.0, SOURCE, round_=0)]
+    results = [
+        _result("r1-t0", 4.0, SOURCE + "\nA = 1"),
+        _result("r1-t1", 3.0, SOURCE + "\nA = 1  # same code, faster measurement"),
+        _result("r1-t2", 1.0, SOURCE + "\nB = 1", status="suspect"),  # faster than physics: never kept
+        _result("r1-t3", None, SOURCE + "\nC = 1", status="rejected"),
+        _result("r1-t4", 4.5, SOURCE + "\nD = 1"),
+    ]
+    kept = select_beam(beam, results, width=3)
+    assert [e.id for e in kept] == ["r1-t1", "r1-t4", "input"]
+    assert [e.id for e in select_beam(beam, results, width=1)] == ["r1-t1"]
+
+
+def test_config_file_json_and_toml(tmp_path) -> None:
+    (tmp_path / "c.json").write_text(json.dumps({"problem": "43", "beam_width": 3}))
+    (tmp_path / "c.toml").write_text('problem = "43"\nrounds = 2\n')
+    assert load_config_file(tmp_path / "c.json") == {"problem": "43", "beam_width": 3}
+    assert SearchConfig(**load_config_file(tmp_path / "c.toml")).rounds == 2
+    (tmp_path / "bad.json").write_text(json.dumps({"beam_widht": 3}))
+    with pytest.raises(ValueError, match="unknown options.*beam_widht"):
+        load_config_file(tmp_path / "bad.json")

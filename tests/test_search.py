@@ -1,0 +1,235 @@
+"""The beam search end to end on the CPU: real Ray, real child processes, Triton's interpreter.
+
+Each test is a whole run on the tiny scale_rows problem, so they are few and each checks a lot:
+the offline tuner with a worker and then the driver killed and resumed; the LLM path against the
+local scripted server (bad rewrites refined, a hung kernel timed out); a two-node cluster; and the
+command line's errors.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from beamsearch.config import SearchConfig
+from beamsearch.schema import RunSpec
+from beamsearch.state import BeamState, RoundRecord, Summary, TaskResult
+from tests.conftest import DATA
+from tests.llm_server import Reply, Respond, ScriptedLLMServer
+
+PROBLEM = str(DATA / "scale_rows_problem.py")
+START = DATA / "search" / "input_kernel.py"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "beamsearch.run", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=ROOT, env=_env())  # fmt: skip
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "RAY_AUTH_MODE": "disabled", "PYTHONPATH": str(ROOT), "OPENAI_API_KEY": "sk-test"}
+
+
+def check_trace(out: Path, rounds: int) -> tuple[Summary, dict[str, TaskResult]]:
+    """Every invariant of a finished trace; returns the summary and all candidates by id."""
+    summary = Summary.model_validate_json((out / "summary.json").read_text())
+    assert [r.round for r in summary.rounds] == list(range(1, rounds + 1))
+    assert not list(out.rglob("*.tmp")), "a temporary file was left behind"
+    candidates = {"input": TaskResult.model_validate_json((out / "optimization_trace/input/result.json").read_text())}
+    for record in summary.rounds:
+        folder = out / "optimization_trace" / f"round_{record.round}"
+        assert RoundRecord.model_validate_json((folder / "round.json").read_text()) == record
+        found = [TaskResult.model_validate_json(p.read_text()) for p in sorted(folder.glob("candidates/*/result.json"))]
+        assert len(found) == record.tasks
+        for r in found:
+            assert r.task_id not in candidates, f"{r.task_id} appears twice"
+            assert r.parent_id in candidates, f"{r.task_id}'s parent {r.parent_id} is not an earlier candidate"
+            assert r.round == record.round
+            if r.status == "ok":
+                assert (folder / "candidates" / r.task_id / "kernel.py").read_text() == r.kernel.source
+        candidates |= {r.task_id: r for r in found}
+        if record.best_id:
+            best = candidates[record.best_id]
+            assert record.best_ms == best.median_ms == min(r.median_ms for r in found if r.status == "ok")
+            assert (folder / "kernel.py").read_text() == best.kernel.source
+            bench = json.loads((folder / "benchmark_results.json").read_text())
+            assert bench["time_ms"] == best.median_ms and bench["id"] == best.task_id
+    assert summary.candidates == sum(r.tasks for r in summary.rounds) == len(candidates) - 1
+    timed = [t for t in summary.final_retime if t.median_ms is not None]
+    assert summary.best_ms == min(t.median_ms for t in timed)
+    best_source = (out / "optimized_kernel_beam_search.py").read_text()
+    best = candidates[summary.best_id]
+    assert best_source == best.kernel.source
+    assert summary.speedup_vs_input == pytest.approx(summary.input_ms / summary.best_ms)
+    return summary, candidates
+
+
+def _events(lines: list[str]) -> list[dict]:
+    return [json.loads(line) for line in lines if line.startswith("{")]
+
+
+def test_tuner_run_survives_a_killed_worker_and_a_killed_driver(tmp_path) -> None:
+    """Kill a worker mid-round 1 (its task is retried), kill the driver mid-round 2, resume: nothing lost
+    or repeated, and the run ends with a correct summary."""
+    out = tmp_path / "run"
+    args = ["--problem", PROBLEM, "--kernel", str(START), "--out", str(out), "--rounds", "3", "--workers", "2", "--quiet"]
+    proc = subprocess.Popen([sys.executable, "-m", "beamsearch.run", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=ROOT, env=_env(), start_new_session=True)  # fmt: skip
+    lines: list[str] = []
+    killed_worker = False
+    try:
+        deadline = time.monotonic() + 400
+        for line in proc.stdout:
+            lines.append(line)
+            event = json.loads(line) if line.startswith("{") else {}
+            if event.get("event") == "start":
+                worker_pids = [int(w.split(" pid ")[1].split()[0]) for w in event["workers"]]
+            if event.get("event") == "round_start" and event["round"] == 1:
+                time.sleep(1.5)  # both workers are inside their first task's verification
+                os.kill(worker_pids[0], signal.SIGKILL)
+                killed_worker = True
+            if event.get("event") == "candidate" and event["id"].startswith("r2-"):
+                break
+            assert time.monotonic() < deadline, "the run took too long"
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert killed_worker
+    events = _events(lines)
+    lost = [e for e in events if e["event"] == "worker_lost"]
+    assert lost and lost[0]["retried"], events
+    round1 = [e for e in events if e["event"] == "candidate" and e["id"].startswith("r1-")]
+    assert len(round1) == 2 and all(e["status"] != "failed" for e in round1), round1
+
+    state = BeamState.model_validate_json((out / "state.json").read_text())
+    assert state.round == 1
+    before = {p.parent.name: TaskResult.model_validate_json(p.read_text()).finished_at
+              for p in (out / "optimization_trace/round_2/candidates").glob("*/result.json")}  # fmt: skip
+    assert before, "the driver was killed after a round-2 candidate was written"
+
+    again = run_cli("--resume", "--out", str(out), "--quiet", timeout=400)
+    assert again.returncode == 0, again.stderr[-3000:]
+    resumed = _events(again.stdout.splitlines())
+    start2 = next(e for e in resumed if e["event"] == "round_start" and e["round"] == 2)
+    assert start2["reused"] == len(before)
+    assert not [e for e in resumed if e["event"] == "candidate" and e["id"] in before], "finished candidates redone"
+    summary, candidates = check_trace(out, rounds=3)
+    for task_id, finished_at in before.items():
+        assert candidates[task_id].finished_at == finished_at
+    assert summary.best_ms is not None and summary.config.rounds == 3
+    assert (out / "events.jsonl").read_text().count('"event": "round_end"') == 3
+
+
+def _llm_replies(prompt: str) -> Reply:
+    """A scripted model: two bottlenecks; the first gets a good rewrite, the second a wrong one whose
+    refinement hangs (the task times out)."""
+    source = START.read_text()
+    if "Reply with the word OK" in prompt:
+        return Reply("OK")
+    if "what limits its speed" in prompt:
+        return Reply(json.dumps([
+            {"category": "memory", "summary": "ROWS-TOO-FEW per program", "reasoning": "r"},
+            {"category": "compute", "summary": "MATH-SLOW multiply", "reasoning": "r"},
+        ]))  # fmt: skip
+    if "failed verification" in prompt:
+        hang = source.replace("    out = torch.empty_like(x)", "    while True:\n        pass")
+        return Reply(f"```python\n{hang}```")
+    if "Look back at it" in prompt:
+        return Reply(json.dumps({"expected": "more rows per program", "observed": "as planned",
+                                 "lesson": "LESSON-ONE keep 8 rows"}))  # fmt: skip
+    if "ROWS-TOO-FEW" in prompt.split("# The bottleneck")[-1][:2000]:
+        return Reply(f"Sure.\n```python\n{source.replace('BLOCK_R = 4', 'BLOCK_R = 8')}```")
+    return Reply(f"```python\n{source.replace('(x * w)', '(x * w * 2.0)')}```")
+
+
+def test_llm_run_refines_times_out_and_records_every_exchange(tmp_path) -> None:
+    out = tmp_path / "llm"
+    with ScriptedLLMServer(default=Respond(_llm_replies)) as server:
+        done = run_cli("--problem", PROBLEM, "--kernel", str(START), "--out", str(out), "--rounds", "1", "--workers", "2",
+                       "--llm", "openai/test-model", "--api-base", server.api_base, "--task-timeout", "45",
+                       "--refine-tries", "1", "--quiet", timeout=400)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary, candidates = check_trace(out, rounds=1)
+    good, bad = candidates["r1-t0"], candidates["r1-t1"]
+    assert good.status == "ok" and "BLOCK_R = 8" in good.kernel.source
+    assert good.reflection is not None and good.lesson == "LESSON-ONE keep 8 rows"
+    purposes = [e.purpose for e in good.exchanges]
+    assert purposes[-2:] == ["optimize", "reflect"]
+    assert bad.status == "failed" and "timed out" in bad.reason
+    assert summary.tokens > 0
+    folder = out / "optimization_trace/round_1"
+    assert "ROWS-TOO-FEW" in (folder / "strategy.json").read_text()
+    assert (folder / "opt_prompt.txt").is_file() and (folder / "opt_reply.txt").is_file()
+    events = _events(done.stdout.splitlines())
+    assert any(e["event"] == "task_timeout" and e["task"] == "r1-t1" for e in events)
+    assert not _orphans(out), "a hung kernel's process outlived its task"
+
+
+def _orphans(out: Path) -> list[str]:
+    """Child processes still alive after the run (the hung kernel's would spin forever)."""
+    time.sleep(2)
+    ps = subprocess.run(["ps", "-eo", "pid,stat,time,args"], capture_output=True, text=True).stdout
+    return [line for line in ps.splitlines() if "workers.verify_child" in line]
+
+
+def test_two_node_cluster_places_workers_on_both_nodes(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    cluster.add_node(num_cpus=1)
+    try:
+        out = tmp_path / "cluster"
+        done = run_cli("--problem", PROBLEM, "--kernel", str(START), "--out", str(out), "--rounds", "1",
+                       "--workers", "2", "--directions", "2", "--address", cluster.address, "--quiet")  # fmt: skip
+    finally:
+        cluster.shutdown()
+    assert done.returncode == 0, done.stderr[-3000:]
+    start = next(e for e in _events(done.stdout.splitlines()) if e["event"] == "start")
+    nodes = {w.split(" node ")[1].split()[0] for w in start["workers"]}
+    assert len(nodes) == 2, start["workers"]
+    check_trace(out, rounds=1)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--problem", "no_such_problem"], "Bundled problems:\n  04_Matrix_vector_multiplication"),
+        (["--problem", "43", "--kernel", "/nonexistent/k.py"], "--kernel /nonexistent/k.py: No such file"),
+        (["--problem", "43", "--address", "127.0.0.1:1"], "cannot reach the Ray cluster at 127.0.0.1:1"),
+        (["--problem", "43", "--device", "cuda", "--out", "{tmp}"], "the Ray cluster has no GPU"),
+        (["--problem", "43", "--resume", "--out", "{tmp}"], "no run to resume"),
+        (["--problem", "43", "--config", "{tmp}/missing.toml"], "config file"),
+        (["--problem", "43", "--llm", "openai/m", "--api-base", "http://127.0.0.1:9/v1"], "LLM 'openai/m' at http://127.0.0.1:9/v1 is unavailable"),
+    ],
+)
+def test_clear_errors(args: list[str], message: str, tmp_path) -> None:
+    done = run_cli(*[a.replace("{tmp}", str(tmp_path)) for a in args], timeout=120)
+    assert done.returncode == 2
+    assert message in done.stderr, done.stderr[-2000:]
+
+
+def test_a_failing_starting_kernel_says_which_check(tmp_path) -> None:
+    wrong = tmp_path / "wrong.py"
+    wrong.write_text(START.read_text().replace("(x * w)", "(x + w)"))
+    done = run_cli("--problem", PROBLEM, "--kernel", str(wrong), "--out", str(tmp_path / "o"), "--rounds", "1",
+                   "--workers", "1", "--quiet")  # fmt: skip
+    assert done.returncode == 1
+    assert "starting kernel" in done.stderr and "incorrect" in done.stderr, done.stderr[-2000:]
+    assert not (tmp_path / "o" / "state.json").exists()
+
+
+def test_an_existing_run_is_not_overwritten(tmp_path) -> None:
+    state = BeamState(config=SearchConfig(problem=PROBLEM), problem="p",
+                      spec=RunSpec(problem_path=PROBLEM, shapes="small", device="cpu"))  # fmt: skip
+    (tmp_path / "state.json").write_text(state.model_dump_json())
+    done = run_cli("--problem", PROBLEM, "--out", str(tmp_path), timeout=120)
+    assert done.returncode == 2 and "already holds a run" in done.stderr and "--resume" in done.stderr
