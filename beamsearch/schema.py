@@ -94,6 +94,8 @@ class Verdict(Record):
     kernel_call_s: float = Field(0.0, description="time inside kernel_function calls (first call compiles)")
     first_call_s: float = Field(0.0, description="the first call alone: compilation plus one run")
     traceback: str = ""
+    nudge_seed: int | None = Field(None, description="seed of the random places changed for the small-change "
+                                                     "call (drawn per verification, so no kernel can foresee it)")
 
 
 TimingStatus = Literal["ok", "failed", "timeout", "crashed"]
@@ -115,6 +117,9 @@ class Timing(Record):
     on_gpu: bool
     dtype: DType
     shapes: ShapeSet
+    host_batch_ms: float | None = Field(None, description="GPU: host clock per call over a synchronised batch of "
+                                                          "back-to-back calls (the cross-check of the events)")
+    host_enqueue_ms: float | None = Field(None, description="GPU: median host time to enqueue one call")
 
 
 class TimingRequest(Record):
@@ -137,6 +142,9 @@ class TimingResult(Record):
     first_call_s: float = Field(0.0, description="first call, including Triton/inductor compilation")
     duration_s: float = 0.0
     traceback: str = ""
+    checks: list[CheckResult] = Field([], description="checks of the timed target (kernels): harness intact, "
+                                                      "no work left running, right output, clocks agree")
+    perturb_seed: int | None = Field(None, description="seed of the input elements changed between repetitions")
 
 
 class BenchRow(Record):
