@@ -155,7 +155,9 @@ def fmt_ratio(ratio: float | None) -> str:
 
 
 def fmt_pct(pct: float | None) -> str:
-    return "-" if pct is None else f"{pct:.0f}%"
+    if pct is None:
+        return "-"
+    return f"{pct:.1f}%" if pct < 10 else f"{pct:.0f}%"
 
 
 def main(argv: list[str] | None = None) -> None:

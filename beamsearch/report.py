@@ -192,7 +192,8 @@ def environment_line(run: Run) -> str:
     if recorded is None:
         return ""
     v = run.summary.versions if run.summary else {}
-    parts = [_device(run)] + [f"{k} {v[k]}" for k in ("driver", "cuda", "torch", "triton", "python", "ray") if v.get(k)]
+    names = {"driver": "driver", "cuda": "CUDA", "torch": "torch", "triton": "triton", "python": "python", "ray": "ray"}
+    parts = [_device(run)] + [f"{name} {v[k]}" for k, name in names.items() if v.get(k)]
     spec = recorded.spec
     return ", ".join(parts) + f"; {spec.dtype}, {spec.shapes} shapes"
 
@@ -293,19 +294,24 @@ def best_round_text(run: Run) -> str:
     if best_id is None:
         return "No kernel was timed: there is no best yet."
     if best_round in (0, None) or best_id == "input":
-        return f"No candidate beat the starting kernel ({fmt_ms(best_ms)} ms)."
-    vs_input = run.summary.speedup_vs_input if run.summary else _ratio(run.input_ms, best_ms)
-    lines = [f"Round {best_round}: `{best_id}` at {fmt_ms(best_ms)} ms, {fmt_x(vs_input)} faster than the input kernel."]
-    result = _best_result(run)
-    if result is not None and result.kernel is not None and result.kernel.note:
-        lines.append(f"Its change: {' '.join(result.kernel.note.split())}")
-    folder = _candidate_dir(run, best_id)
-    links = [f"[optimization_trace/round_{best_round}/]({TRACE_DIR}/round_{best_round}/)"]
-    if folder is not None:
-        links.append(f"[its candidate folder]({folder.relative_to(run.folder).as_posix()}/)")
-    if (run.folder / BEST_KERNEL_FILE).is_file():
-        links.append(f"[{BEST_KERNEL_FILE}]({BEST_KERNEL_FILE})")
-    lines.append("Files: " + ", ".join(links) + ".")
+        lines = [f"No candidate beat the starting kernel ({fmt_ms(best_ms)} ms) in the final re-timing."]
+        fastest = fastest_candidate(run)
+        if fastest is not None:
+            lines[0] += (f" The fastest candidate of the rounds was `{fastest.best_id}` (round {fastest.round}, "
+                         f"{fmt_ms(fastest.best_ms)} ms as measured then).")  # fmt: skip
+    else:
+        vs_input = run.summary.speedup_vs_input if run.summary else _ratio(run.input_ms, best_ms)
+        lines = [f"Round {best_round}: `{best_id}` at {fmt_ms(best_ms)} ms, {fmt_x(vs_input)} faster than the input kernel."]
+        result = _best_result(run)
+        if result is not None and result.kernel is not None and result.kernel.note:
+            lines.append(f"Its change: {' '.join(result.kernel.note.split())}")
+        folder = _candidate_dir(run, best_id)
+        links = [f"[optimization_trace/round_{best_round}/]({TRACE_DIR}/round_{best_round}/)"]
+        if folder is not None:
+            links.append(f"[its candidate folder]({folder.relative_to(run.folder).as_posix()}/)")
+        if (run.folder / BEST_KERNEL_FILE).is_file():
+            links.append(f"[{BEST_KERNEL_FILE}]({BEST_KERNEL_FILE})")
+        lines.append("Files: " + ", ".join(links) + ".")
     if run.summary and run.summary.final_retime:
         lines += ["", "The beam and the input re-timed side by side at the end (the best is chosen here):", "",
                   md_table(("kernel", "median ms", "status"),
@@ -348,19 +354,26 @@ def load_ncu(path: Path) -> tuple[dict[str, float] | None, str]:
     return (values, "") if values else (None, "profile without metrics")
 
 
+def fastest_candidate(run: Run) -> RoundRecord | None:
+    """The round whose own best was the fastest new candidate of the run (as measured in its round)."""
+    return min((r for r in run.rounds if r.best_id and r.best_ms), key=lambda r: r.best_ms, default=None)
+
+
 def ncu_section(run: Run) -> str:
-    best_id = run.best[0]
+    """Input -> best candidate; when the input stayed the best, input -> the rounds' fastest candidate."""
+    best_id, label = run.best[0], "optimized"
+    if best_id == "input":
+        fastest = fastest_candidate(run)
+        best_id, label = (fastest.best_id, "fastest candidate") if fastest else (None, "optimized")
     input_dir = _candidate_dir(run, "input")
     before, why_before = load_ncu(input_dir / NCU_FILE) if input_dir else (None, "no profile recorded")
     best_dir = _candidate_dir(run, best_id) if best_id else None
-    after, why_after = load_ncu(best_dir / NCU_FILE) if best_dir else (None, "no best candidate")
-    if best_id == "input":
-        after, why_after = None, "the input kernel stayed the best"
+    after, why_after = load_ncu(best_dir / NCU_FILE) if best_dir else (None, "no candidate was timed")
     if before is None and after is None:
         if run.on_cpu:
             return "No profiles: Nsight Compute needs a GPU (this was a CPU run)."
-        return f"No profiles: input: {why_before}; best: {why_after}."
-    head = ("metric", "input", f"optimized (`{best_id}`)", "change")
+        return f"No profiles: input: {why_before}; {label}: {why_after}."
+    head = ("metric", "input", f"{label} (`{best_id}`)", "change")
     rows = []
     for key in KEY_METRICS:
         a, b = (before or {}).get(key), (after or {}).get(key)
@@ -369,7 +382,7 @@ def ncu_section(run: Run) -> str:
         unit = m.BY_KEY[key].unit if key in m.BY_KEY else ""
         rows.append([m.BY_KEY[key].label if key in m.BY_KEY else key, fmt_metric(a, unit), fmt_metric(b, unit),
                      _change(a, b, unit)])  # fmt: skip
-    notes = [f"{which}: {why}" for which, why in (("input", why_before), ("optimized", why_after)) if why]
+    notes = [f"{which}: {why}" for which, why in (("input", why_before), (label, why_after)) if why]
     tail = f"\n\nMissing: {'; '.join(notes)}." if notes else ""
     return md_table(head, rows) + tail
 
@@ -378,13 +391,15 @@ def fmt_metric(v: float | None, unit: str) -> str:
     if v is None:
         return "-"
     if unit == "ns":
-        return f"{v / 1e3:.2f} us"
+        return f"{v / 1e6:.3f} ms" if v >= 1e6 else f"{v / 1e3:.1f} us"
     if unit == "%":
         return f"{v:.1f} %"
     if unit == "byte/second":
         return f"{v / 1e9:.0f} GB/s"
     if unit == "byte":
         return f"{v / 1e6:.1f} MB"
+    if unit == "byte/block":
+        return f"{v / 1024:.1f} KiB"
     return f"{v:.4g}"
 
 

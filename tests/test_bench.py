@@ -41,4 +41,4 @@ def test_speedup_only_on_gpu_and_only_when_both_are_timed() -> None:
     assert speedup(gpu, gpu.rows[1], "compile") is None  # no such baseline in the report
     cpu = BenchReport(problem="36", spec=SPEC, rows=[row("eager", 2.0, "cpu", False), row("k", 0.5, "cpu", False)])
     assert speedup(cpu, cpu.rows[1], "eager") is None
-    assert (fmt_ratio(None), fmt_ratio(4.0), fmt_pct(None), fmt_pct(49.6)) == ("-", "4.00x", "-", "50%")
+    assert (fmt_ratio(None), fmt_ratio(4.0), fmt_pct(None), fmt_pct(49.6), fmt_pct(0.29)) == ("-", "4.00x", "-", "50%", "0.3%")

@@ -170,7 +170,7 @@ def test_complete_gpu_run(artifacts) -> None:
     assert "Round 3: `r3-t0` at 1.610 ms" in text and "BLOCK change r3-t0" in text
     # ncu: input -> the best candidate's own profile
     ncu = text.split("### Nsight Compute")[1]
-    assert "| Kernel duration | 2500.00 us | 1600.00 us | 0.64x |" in ncu
+    assert "| Kernel duration | 2.500 ms | 1.600 ms | 0.64x |" in ncu
     assert "| Memory throughput (max of DRAM, L1, L2) | 70.0 % | 93.5 % | +23.5 pt |" in ncu
     # the index: hand-written content kept, table between the markers
     index = (artifacts / "README.md").read_text()
@@ -192,7 +192,7 @@ def test_best_without_profile_and_problem_readme_kept(artifacts) -> None:
     (folder / "README.md").write_text("# RMSNorm notes\n\nMine.\n\n## Later\n\nAlso mine.\n")
     text = rep.write_report(folder, index=False).read_text()
     assert text.startswith("# RMSNorm notes\n\nMine.\n\n" + rep.START) and text.rstrip().endswith("Also mine.")
-    assert "| Kernel duration | 2500.00 us | - | - |" in text and "ERR_NVGPUCTRPERM" in text
+    assert "| Kernel duration | 2.500 ms | - | - |" in text and "ERR_NVGPUCTRPERM" in text
     assert (artifacts / "README.md").read_text() == HAND_WRITTEN  # index=False
 
 
@@ -240,6 +240,9 @@ def test_input_stayed_the_best(tmp_path) -> None:
     (folder / "summary.json").write_text(s.model_copy(update={"best_id": "input", "best_round": 0, "best_ms": 2.52,
                                                              "speedup_vs_input": 1.0}).model_dump_json())  # fmt: skip
     text = rep.write_report(folder).read_text()
-    assert "No candidate beat the starting kernel (2.520 ms)." in text
-    assert "| Kernel duration | 2500.00 us | - | - |" in text and "the input kernel stayed the best" in text
+    assert "No candidate beat the starting kernel (2.520 ms) in the final re-timing." in text
+    assert "The fastest candidate of the rounds was `r3-t0` (round 3, 1.600 ms as measured then)." in text
+    # the ncu table then compares the input with that candidate
+    assert "| metric | input | fastest candidate (`r3-t0`) | change |" in text
+    assert "| Kernel duration | 2.500 ms | 1.600 ms | 0.64x |" in text
     assert_png(folder / "convergence.png")
