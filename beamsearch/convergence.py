@@ -72,12 +72,14 @@ def plot_convergence(c: Convergence, path: Path) -> None:
 
 
 def _save_png(fig, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp = ""
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         with os.fdopen(fd, "wb") as f:
             fig.savefig(f, format="png")
         os.replace(tmp, path)
     except OSError as e:
-        Path(tmp).unlink(missing_ok=True)
+        if tmp:
+            Path(tmp).unlink(missing_ok=True)
         raise TraceWriteError(e.errno, f"could not write {path}: {e.strerror or e}") from e
