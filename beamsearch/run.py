@@ -113,7 +113,7 @@ def _search(config: SearchConfig, previous: BeamState | None, kernel: Kernel | N
 
     pool = WorkerPool.start(workers, gpus)
     state = previous or BeamState(config=config, problem=problem, spec=spec)
-    driver = Driver(state, pool, trace, display, problem, versions=pool.call("versions"))
+    driver = Driver(state, pool, trace, display, problem, versions=pool.call("versions", spec.device))
     try:
         if previous is None:
             driver.measure_start(kernel)
@@ -136,12 +136,12 @@ def _search(config: SearchConfig, previous: BeamState | None, kernel: Kernel | N
         return 130
     finally:
         pool.shutdown()
-    try:
-        from beamsearch.report import write_report
+    from beamsearch.report import write_report
 
+    try:
         write_report(trace.out)
-    except ImportError:
-        pass
+    except OSError as e:  # the search's own results are written; a report can be made later
+        print(f"warning: no report ({e}); make it with: python -m beamsearch.report {trace.out}", file=sys.stderr)
     return 0 if summary.best_id else 1
 
 

@@ -8,6 +8,7 @@ command line's errors.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
@@ -22,7 +23,7 @@ from beamsearch.config import SearchConfig
 from beamsearch.schema import RunSpec
 from beamsearch.state import BeamState, RoundRecord, Summary, TaskResult
 from tests.conftest import DATA
-from tests.llm_server import Reply, Respond, ScriptedLLMServer
+from tests.llm_server import Reply, Respond, ScriptedLLMServer, Slow
 
 PROBLEM = str(DATA / "scale_rows_problem.py")
 START = DATA / "search" / "input_kernel.py"
@@ -233,3 +234,58 @@ def test_an_existing_run_is_not_overwritten(tmp_path) -> None:
     (tmp_path / "state.json").write_text(state.model_dump_json())
     done = run_cli("--problem", PROBLEM, "--out", str(tmp_path), timeout=120)
     assert done.returncode == 2 and "already holds a run" in done.stderr and "--resume" in done.stderr
+
+
+def _bad_model(prompt: str) -> Reply | Slow:
+    """A model that answers the pre-flight, then diagnoses in garbage and rewrites too slowly."""
+    if "Reply with the word OK" in prompt:
+        return Reply("OK")
+    if "what limits its speed" in prompt or "could not be used" in prompt:
+        return Reply("I think it is memory bound, probably. {category: memory")
+    return Slow(6.0)
+
+
+def test_full_disk_and_a_garbage_model_lose_nothing(tmp_path, monkeypatch, capsys) -> None:
+    """The trace folder's disk fills up in round 2: the run stops with a clear message and an intact
+    trace; with space again, --resume finishes it. The model answers garbage or times out throughout:
+    every task ends with a reason, and the summary is still correct."""
+    import tempfile as real_tempfile
+
+    from beamsearch import run, trace
+
+    class FullDisk:
+        full = True
+
+        def mkstemp(self, dir: str, **kw: object) -> tuple[int, str]:  # noqa: A002 - tempfile's name
+            if self.full and "round_2" in str(dir):
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return real_tempfile.mkstemp(dir=dir, **kw)
+
+    disk = FullDisk()
+    monkeypatch.setattr(trace, "tempfile", disk)
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    config = tmp_path / "run.toml"
+    out = tmp_path / "full"
+    with ScriptedLLMServer(default=Respond(_bad_model)) as server:
+        config.write_text(f'problem = "{PROBLEM}"\nkernel = "{START}"\nout = "{out}"\nrounds = 2\nworkers = 2\n'
+                          f'llm = "openai/test-model"\napi_base = "{server.api_base}"\nllm_timeout_s = 2.0\nquiet = true\n')  # fmt: skip
+        with pytest.raises(SystemExit) as stopped:
+            run.main(["--config", str(config)])
+        assert stopped.value.code == 1
+        err = capsys.readouterr().err
+        assert "No space left on device" in err and "--resume" in err, err[-2000:]
+        state = BeamState.model_validate_json((out / "state.json").read_text())
+        assert state.round == 1
+        for path in out.rglob("*.json"):
+            json.loads(path.read_text())  # no file half-written
+        round1 = [TaskResult.model_validate_json(p.read_text()) for p in out.glob("optimization_trace/round_1/candidates/*/result.json")]
+        assert sorted(r.status for r in round1) == ["no_proposal", "no_proposal"]
+        assert all(r.diagnosis.source == "rules" for r in round1)  # garbage diagnosis: one repair, then the rules
+        reasons = " ".join(e.parse_error for r in round1 for e in r.exchanges)
+        assert "no JSON" in reasons and "no reply: timeout" in reasons, reasons
+
+        disk.full = False
+        assert run.main(["--resume", "--out", str(out), "--quiet"]) == 0
+    summary, _ = check_trace(out, rounds=2)
+    assert summary.best_id == "input" and summary.candidates_ok == 0

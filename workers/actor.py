@@ -40,8 +40,8 @@ class SearchWorker:
     def floor(self, spec: RunSpec) -> tuple:
         return task_fns.problem_floor_or_none(spec)
 
-    def versions(self) -> dict[str, str]:
-        return task_fns.versions()
+    def versions(self, device: str) -> dict[str, str]:
+        return task_fns.versions(device)
 
     def retime(self, spec: RunSpec, entries: list[BeamEntry]) -> list[FinalTiming]:
         return task_fns.retime(spec, entries, self.ctx)

@@ -312,25 +312,10 @@ def _done(result: TaskResult, stages: Stages) -> TaskResult:
     return result.model_copy(update={"stage_s": stages.seconds, "finished_at": time.time()})
 
 
-def versions() -> dict[str, str]:
-    """Versions for the summary: Python, torch, triton, ray, beamsearch, and the GPU driver where there is one."""
-    import importlib.metadata
-    import platform
-    import subprocess
-
+def versions(device: str) -> dict[str, str]:
+    """Versions for the summary: the GPU, its driver, CUDA, torch, triton, Python, beamsearch and Ray."""
     import ray
-    import torch
-    import triton
 
-    out = {"python": platform.python_version(), "torch": torch.__version__, "triton": triton.__version__,
-           "ray": ray.__version__, "beamsearch": importlib.metadata.version("beamsearch")}  # fmt: skip
-    if torch.version.cuda:
-        out["cuda"] = torch.version.cuda
-    try:
-        smi = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=20)  # fmt: skip
-        if smi.returncode == 0 and smi.stdout.strip():
-            out["driver"] = smi.stdout.split()[0]
-    except (OSError, subprocess.TimeoutExpired):
-        pass
-    return out
+    from beamsearch.bench import environment
+
+    return environment(device) | {"ray": ray.__version__}
