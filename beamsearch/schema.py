@@ -96,6 +96,7 @@ class Verdict(Record):
     traceback: str = ""
     nudge_seed: int | None = Field(None, description="seed of the random places changed for the small-change "
                                                      "call (drawn per verification, so no kernel can foresee it)")
+    sandbox: str = Field("", description="how the kernel's process was confined (Landlock), or why it was not")
 
 
 TimingStatus = Literal["ok", "failed", "timeout", "crashed"]
@@ -145,6 +146,7 @@ class TimingResult(Record):
     checks: list[CheckResult] = Field([], description="checks of the timed target (kernels): harness intact, "
                                                       "no work left running, right output, clocks agree")
     perturb_seed: int | None = Field(None, description="seed of the input elements changed between repetitions")
+    sandbox: str = Field("", description="how the timed kernel's process was confined (Landlock), or why not")
 
 
 class BenchRow(Record):

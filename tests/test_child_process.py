@@ -6,6 +6,8 @@ import os
 import time
 from pathlib import Path
 
+import pytest
+
 from beamsearch.schema import RunSpec
 from tests.conftest import KERNELS
 from workers import child_process
@@ -38,7 +40,8 @@ def kernel_doing(tmp_path, body: str):
     return str(path)
 
 
-def test_the_kernels_cwd_and_what_it_wrote_there_are_removed(scale_spec: RunSpec, tmp_path) -> None:
+def test_the_kernels_cwd_and_what_it_wrote_there_are_removed(scale_spec: RunSpec, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("BEAMSEARCH_SANDBOX", "0")  # the kernel reports back through a file outside its folder
     record = tmp_path / "cwd.txt"
     kernel = kernel_doing(tmp_path, f"open('junk.txt', 'w').write('x')\nopen({str(record)!r}, 'w').write(os.getcwd())")
     assert verify_kernel(scale_spec, kernel).passed
@@ -46,15 +49,41 @@ def test_the_kernels_cwd_and_what_it_wrote_there_are_removed(scale_spec: RunSpec
     assert "beamsearch-child-" in cwd and not os.path.exists(cwd)
 
 
-def test_processes_a_kernel_starts_do_not_outlive_its_job(scale_spec: RunSpec, tmp_path) -> None:
+def test_processes_a_kernel_starts_are_rejected_and_do_not_outlive_its_job(
+    scale_spec: RunSpec, tmp_path, monkeypatch
+) -> None:
+    monkeypatch.setenv("BEAMSEARCH_SANDBOX", "0")
     record = tmp_path / "pid.txt"
     body = f"import subprocess\nopen({str(record)!r}, 'w').write(str(subprocess.Popen(['sleep', '60']).pid))"
-    assert verify_kernel(scale_spec, kernel_doing(tmp_path, body)).passed
+    verdict = verify_kernel(scale_spec, kernel_doing(tmp_path, body))
+    assert verdict.status == "incorrect" and "background_work" in verdict.reason and "process" in verdict.reason
     pid = int(record.read_text())
     time.sleep(0.5)
     status = Path(f"/proc/{pid}/status")
     # Gone, or a zombie waiting for init to reap it: either way no longer running.
     assert not status.exists() or "State:\tZ" in status.read_text()
+
+
+def test_the_kernel_writes_only_its_own_folder(scale_spec: RunSpec, tmp_path) -> None:
+    from workers.sandbox import landlock_abi
+
+    if landlock_abi() < 1:
+        pytest.skip("Landlock is not available on this kernel")
+    outside = tmp_path / "planted.txt"
+    verdict = verify_kernel(scale_spec, kernel_doing(tmp_path, f"open('fine.txt', 'w').write('x')\n"
+                                                               f"open({str(outside)!r}, 'w').write('x')"))  # fmt: skip
+    assert verdict.status == "compile_failed" and "PermissionError" in verdict.reason
+    assert not outside.exists() and verdict.sandbox.startswith("landlock")
+
+
+def test_a_result_the_child_did_not_sign_is_rejected(monkeypatch) -> None:
+    key = "k" * 64
+    good = child_process.signed_envelope(key, '{"a": 1}')
+    assert child_process.open_envelope(key, good) == '{"a": 1}'
+    forged = good.replace('{\\"a\\": 1}', '{\\"a\\": 2}')
+    assert forged != good and child_process.open_envelope(key, forged) is None
+    assert child_process.open_envelope("other" * 13, good) is None
+    assert child_process.open_envelope(key, "not json") is None
 
 
 def test_a_spare_from_another_environment_is_not_reused(scale_spec: RunSpec, monkeypatch) -> None:

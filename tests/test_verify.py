@@ -62,10 +62,12 @@ def test_good_kernels_pass_every_check(name: str, scale_spec: RunSpec) -> None:
     verdict = verify_kernel(scale_spec, str(KERNELS / name))
     assert verdict.passed, verdict.reason
     names = {c.name for c in verdict.checks}
-    assert {"pytorch_compute", "output_structure", "all_written", "finite", "values", "inputs_unchanged",
-            "values_after_inputs_changed"} <= names  # fmt: skip
+    assert {"harness_intact", "background_work", "pytorch_compute", "host_compute", "output_structure",
+            "all_written", "finite", "values", "inputs_unchanged", "values_after_inputs_changed",
+            "values_after_small_change", "fresh_output"} <= names  # fmt: skip
     assert verdict.seeds == [0, 1, 2]
-    assert 0 < verdict.max_abs_err < 0.02
+    # bf16 rounding, also of the small-change call's few large values (about 4.5 here)
+    assert 0 < verdict.max_abs_err < 0.05
 
 
 def test_missing_kernel_file_is_a_clear_failure(scale_spec: RunSpec) -> None:

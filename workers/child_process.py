@@ -1,7 +1,12 @@
 """Running one job in a fresh Python process that can be killed, whatever the code in it does.
 
 Every job gets a process of its own, used once. The parent writes the request as JSON and hands the
-child two paths on its stdin (request, result); the child answers by writing the result file. A child
+child two paths and a fresh random key on its stdin (request, result, key); the child answers by writing
+the result file, signed with the key (HMAC-SHA256). The key never touches the disk, the environment or
+the command line, so code that can write the child's folder (a kernel under test, or a process it
+started) cannot forge a result the parent accepts: an unsigned or wrongly signed result is reported as
+crashed. Where the kernel runs in the child's own process (timing) the key is in its memory, so the
+signature there stops only kernels that do not go looking for it. A child
 that outlives the timeout is killed with its whole process group (threads cannot be killed; processes
 can). A child that dies without writing its result (a signal, ``os._exit``, a CUDA fault that aborts)
 is reported as crashed with its exit status and the end of its output.
@@ -15,8 +20,12 @@ their stdin closes (the parent exits) and are killed at interpreter exit.
 from __future__ import annotations
 
 import atexit
+import hashlib
+import hmac
+import json
 import logging
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -47,10 +56,16 @@ class ChildRun:
     output_tail: str
     duration_s: float
     requested_at: float  # epoch seconds when the request was handed over (to measure start-up)
+    forged: bool = False  # a result file was there, but not signed with the job's key
 
     def describe_death(self) -> str:
         if self.status == "timeout":
             return "killed after the time limit"
+        if self.forged:
+            return (
+                "the result file was not written by the harness (unsigned or wrongly signed: forged by the "
+                f"kernel?); child exit status {self.returncode}"
+            )
         code = self.returncode
         if code is not None and code < 0:
             try:
@@ -59,8 +74,38 @@ class ChildRun:
                 how = f"killed by signal {-code}"
         else:
             how = f"exited with status {code} without writing a result (os._exit or sys.exit in the kernel?)"
-        last = self.output_tail.strip().splitlines()[-1:] or [""]
-        return f"child process {how}" + (f"; last output: {last[0][:300]}" if last[0] else "")
+        last = last_output_line(self.output_tail)
+        return f"child process {how}" + (f"; last output: {last[:300]}" if last else "")
+
+
+# Lines that libraries print on their own (Kineto's profiler start/stop notes): not a cause of death.
+_NOISE_PREFIXES = ("USDT:", "INFO:")
+
+
+def last_output_line(tail: str) -> str:
+    lines = [ln for ln in tail.strip().splitlines() if ln.strip() and not ln.startswith(_NOISE_PREFIXES)]
+    return lines[-1] if lines else ""
+
+
+def sign(key: str, text: str) -> str:
+    return hmac.new(key.encode(), text.encode(), hashlib.sha256).hexdigest()
+
+
+def signed_envelope(key: str, result_json: str) -> str:
+    """What the child writes: the result and its signature."""
+    return json.dumps({"result": result_json, "mac": sign(key, result_json)})
+
+
+def open_envelope(key: str, text: str) -> str | None:
+    """The result inside ``text`` if it is signed with ``key``, else None."""
+    try:
+        envelope = json.loads(text)
+        result, mac = envelope["result"], envelope["mac"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(result, str) or not isinstance(mac, str):
+        return None
+    return result if hmac.compare_digest(sign(key, result), mac) else None
 
 
 @dataclass
@@ -119,10 +164,11 @@ def run_child(module: str, request: BaseModel, timeout_s: float, device: str) ->
 def _run_job(child: _Child, request: BaseModel, timeout_s: float) -> ChildRun:
     req_path, res_path = child.folder / "request.json", child.folder / "result.json"
     req_path.write_text(request.model_dump_json())
+    secret = secrets.token_hex(32)
     requested_at, start = time.time(), time.perf_counter()
     timed_out = False
     try:
-        child.proc.stdin.write(f"{req_path}\n{res_path}\n".encode())
+        child.proc.stdin.write(f"{req_path}\n{res_path}\n{secret}\n".encode())
         child.proc.stdin.close()
         child.proc.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
@@ -137,11 +183,13 @@ def _run_job(child: _Child, request: BaseModel, timeout_s: float) -> ChildRun:
     except OSError:  # the kernel removed it
         tail = "(output log removed)"
     try:
-        result = res_path.read_text() if not timed_out else ""
+        written = res_path.read_text() if not timed_out else ""
     except OSError:
-        result = ""
-    status = "timeout" if timed_out else ("ok" if result else "crashed")
-    return ChildRun(status, result, child.proc.returncode, tail, duration, requested_at)
+        written = ""
+    result = open_envelope(secret, written) if written else None
+    status = "timeout" if timed_out else ("ok" if result is not None else "crashed")
+    return ChildRun(status, result or "", child.proc.returncode, tail, duration, requested_at,
+                    forged=bool(written) and result is None and not timed_out)  # fmt: skip
 
 
 def _spawn(module: str, env: dict[str, str]) -> _Child:
@@ -190,13 +238,16 @@ def _discard(child: _Child) -> None:
 
 
 def serve(request_model: type[Req], handle: Callable[[Req], BaseModel]) -> None:
-    """Child side: wait for the two paths on stdin, handle the request, write the result, exit.
+    """Child side: wait for the two paths and the key on stdin, handle the request, write the signed
+    result, exit.
 
-    Exits with ``os._exit`` right after the result is written: interpreter and CUDA teardown with GBs
-    allocated takes seconds, and nothing is left to do.
+    All three lines are read before anything else runs, so the key leaves the pipe at once. Exits with
+    ``os._exit`` right after the result is written: interpreter and CUDA teardown with GBs allocated
+    takes seconds, and nothing is left to do.
     """
     req_path = sys.stdin.readline().strip()
     res_path = sys.stdin.readline().strip()
+    secret = sys.stdin.readline().strip()
     if not req_path:  # the parent went away before handing over a job: leave no folder behind
         folder = Path.cwd().parent
         if folder.name.startswith(CHILD_FOLDER_PREFIX):
@@ -205,6 +256,6 @@ def serve(request_model: type[Req], handle: Callable[[Req], BaseModel]) -> None:
     request = request_model.model_validate_json(Path(req_path).read_text())
     result = handle(request)
     tmp = f"{res_path}.tmp"
-    Path(tmp).write_text(result.model_dump_json())
+    Path(tmp).write_text(signed_envelope(secret, result.model_dump_json()))
     os.replace(tmp, res_path)  # atomic: a half-written file is never read as a result
     os._exit(0)

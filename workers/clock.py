@@ -8,6 +8,16 @@ end is later than the stream's end by more than ``ESCAPE_MS`` (the sync's own la
 call left work on another stream and the device-wide time is used, so such work cannot escape the
 clock. Warm-up and repetition counts come from time budgets and a first estimate. CPU: a host clock per call; these are Triton-interpreter or CPU-eager times, labelled
 as such and never to be compared with GPU times.
+
+Between repetitions, off the clock, ``between_reps`` may change the inputs (the timing child changes a
+few elements each time, so no two timed calls see the same input and a cache of answers never hits).
+
+The events are cross-checked against the host clock: after the repetitions, batches of back-to-back
+calls run between two device-wide synchronisations, timed with ``time.perf_counter``. Such a batch can
+take no less than the GPU work it contains, so when the host time per call exceeds both the event time
+and the host's own time to enqueue a call by a margin, the events missed work (patched events, work
+started after the end event) and ``clock_disagreement`` says so. The clock functions are taken when this
+module is imported, before any kernel is.
 """
 
 from __future__ import annotations
@@ -21,10 +31,19 @@ import torch
 
 from beamsearch.schema import DType, ShapeSet, Timing
 
+_perf_counter = time.perf_counter  # taken before any kernel is imported
+_Event = torch.cuda.Event
+_synchronize = torch.cuda.synchronize
+_sleep = torch.cuda._sleep
+
 L2_FLUSH_BYTES = 256 * 1024 * 1024
 HIDE_LAUNCH_CYCLES = 400_000  # ~200 us at H100/H200 boost clocks: longer than a Triton launch from Python
 ESCAPE_MS = 0.05
 ESTIMATE_REPS = 5
+HOST_BATCH_MS = 50.0  # each cross-check batch runs about this long
+HOST_BATCHES = 3  # the fastest batch counts: the host clock only ever adds time
+CLOCK_REL_TOL = 0.5
+CLOCK_ABS_TOL_MS = 0.05
 GPU_METHOD = "cuda events, L2 flushed (256 MB), whole device synchronised per repetition"
 CPU_METHOD = "host perf_counter per call (CPU; kernels run in Triton's interpreter)"
 
@@ -39,10 +58,14 @@ def measure(
     rep_ms: float,
     min_reps: int,
     max_reps: int,
+    between_reps: Callable[[], None] | None = None,
 ) -> Timing:
-    """Median, mean, std and min of ``fn``'s time in ms over budgeted repetitions. ``fn`` has run once."""
+    """Median, mean, std and min of ``fn``'s time in ms over budgeted repetitions. ``fn`` has run once.
+
+    ``between_reps`` runs before each timed repetition, off the clock (before the L2 flush on a GPU)."""
     on_gpu = device.startswith("cuda")
-    once = _cuda_rep_ms(torch.device(device)) if on_gpu else _cpu_rep_ms
+    prepare = between_reps or (lambda: None)
+    once = _cuda_rep(torch.device(device), prepare) if on_gpu else _cpu_rep(prepare)
     if on_gpu:
         device_name = torch.cuda.get_device_name(torch.device(device))
     else:
@@ -54,48 +77,100 @@ def measure(
     for _ in range(n_warmup):
         fn()
     reps = [once(fn) for _ in range(n_rep)]
-    times = [ms for ms, _ in reps]
+    times = [ms for ms, _, _ in reps]
+    host_batch_ms = host_enqueue_ms = None
+    if on_gpu:
+        host_enqueue_ms = statistics.median(enqueue for _, _, enqueue in reps)
+        host_batch_ms = _host_batch_ms(fn, torch.device(device), statistics.median(times))
     return Timing(
         median_ms=statistics.median(times),
         mean_ms=statistics.fmean(times),
         std_ms=statistics.pstdev(times),
         min_ms=min(times),
         n=len(times),
-        device_end_n=sum(escaped for _, escaped in reps),
+        device_end_n=sum(escaped for _, escaped, _ in reps),
         warmup_n=n_warmup,
         method=GPU_METHOD if on_gpu else CPU_METHOD,
         device_name=device_name,
         on_gpu=on_gpu,
         dtype=dtype,
         shapes=shapes,
+        host_batch_ms=host_batch_ms,
+        host_enqueue_ms=host_enqueue_ms,
     )
 
 
-def _cuda_rep_ms(device: torch.device) -> Callable[[Callable[[], Any]], tuple[float, bool]]:
+def clock_disagreement(
+    event_ms: float,
+    host_batch_ms: float,
+    host_enqueue_ms: float,
+    *,
+    rel_tol: float = CLOCK_REL_TOL,
+    abs_tol_ms: float = CLOCK_ABS_TOL_MS,
+) -> str | None:
+    """None when the event time and the host clock agree; else why they do not.
+
+    A synchronised batch of back-to-back calls takes, per call, about the larger of the GPU time (warm
+    L2, so at most the flushed event time) and the host's time to enqueue a call. A host time per call
+    well above both means the events did not see all of the call's work.
+    """
+    bound_ms = max(event_ms, host_enqueue_ms) * (1 + rel_tol) + abs_tol_ms
+    if host_batch_ms <= bound_ms:
+        return None
+    return (
+        f"the host clock says {host_batch_ms:.4g} ms per call over a synchronised batch, more than the CUDA events "
+        f"({event_ms:.4g} ms) or enqueueing a call ({host_enqueue_ms:.4g} ms) account for (limit {bound_ms:.4g} ms): "
+        "the events missed work"
+    )
+
+
+def _cuda_rep(device: torch.device, prepare: Callable[[], None]) -> Callable[[Callable[[], Any]], tuple[float, bool, float]]:
     flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device=device)
 
-    def once(fn: Callable[[], Any]) -> tuple[float, bool]:
-        start, end_stream, end_device = (torch.cuda.Event(enable_timing=True) for _ in range(3))
-        torch.cuda.synchronize(device)
+    def once(fn: Callable[[], Any]) -> tuple[float, bool, float]:
+        start, end_stream, end_device = (_Event(enable_timing=True) for _ in range(3))
+        _synchronize(device)
+        prepare()
         flush.zero_()
-        torch.cuda._sleep(HIDE_LAUNCH_CYCLES)
+        _sleep(HIDE_LAUNCH_CYCLES)
         start.record()
+        enqueue_start = _perf_counter()
         fn()
+        enqueue_ms = (_perf_counter() - enqueue_start) * 1e3
         end_stream.record()
-        torch.cuda.synchronize(device)  # every stream, not only the current one
+        _synchronize(device)  # every stream, not only the current one
         end_device.record()
         end_device.synchronize()
         stream_ms, device_ms = start.elapsed_time(end_stream), start.elapsed_time(end_device)
         escaped = device_ms - stream_ms > ESCAPE_MS
-        return (device_ms if escaped else stream_ms), escaped
+        return (device_ms if escaped else stream_ms), escaped, enqueue_ms
 
     return once
 
 
-def _cpu_rep_ms(fn: Callable[[], Any]) -> tuple[float, bool]:
-    start = time.perf_counter()
-    fn()
-    return (time.perf_counter() - start) * 1e3, False
+def _host_batch_ms(fn: Callable[[], Any], device: torch.device, per_call_ms: float) -> float:
+    """Host clock per call over synchronised batches of back-to-back calls (the fastest batch)."""
+    n = _clamp(HOST_BATCH_MS / max(per_call_ms, 1e-3), 5, 1000)
+    best = float("inf")
+    for _ in range(HOST_BATCHES):
+        _synchronize(device)
+        start = _perf_counter()
+        for _ in range(n):
+            fn()
+        _synchronize(device)
+        best = min(best, (_perf_counter() - start) * 1e3 / n)
+    return best
+
+
+def _cpu_rep(prepare: Callable[[], None]) -> Callable[[Callable[[], Any]], tuple[float, bool, float]]:
+    def once(fn: Callable[[], Any]) -> tuple[float, bool, float]:
+        prepare()
+        start = _perf_counter()
+        fn()
+        ms = (_perf_counter() - start) * 1e3
+        return ms, False, ms
+
+    return once
 
 
 def _clamp(x: float, lo: int, hi: int) -> int:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import contextlib
 import copy
 import importlib.util
+import os
+import secrets
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -66,7 +68,11 @@ def load_kernel_function(path: str | Path) -> Any:
 def select_device(spec: RunSpec) -> None:
     """Make the spec's GPU the current one: Triton launches, CUDA events and sleeps use the current
     device, so with ``cuda:1`` they would otherwise run on GPU 0 against tensors on GPU 1."""
-    device = torch.device(spec.device)
+    select_device_name(spec.device)
+
+
+def select_device_name(name: str) -> None:
+    device = torch.device(name)
     if device.type == "cuda" and device.index is not None:
         torch.cuda.set_device(device)
 
@@ -122,6 +128,36 @@ def fresh_values_into(module: ModuleType, spec: RunSpec, seed: int, targets: lis
         for t, f in zip(targets, fresh, strict=True):
             if isinstance(t, torch.Tensor):
                 t.copy_(f)
+
+
+PERTURBED_PER_TENSOR = 8
+# Tests fix the random places (verification's small change, timing's input changes) with this variable;
+# otherwise they are drawn per job, so no kernel can foresee them.
+NUDGE_SEED_ENV = "BEAMSEARCH_TEST_NUDGE_SEED"
+
+
+def nudge_seed() -> int:
+    fixed = os.environ.get(NUDGE_SEED_ENV)
+    return int(fixed) if fixed else secrets.randbits(31)
+
+
+def perturb_(tensors: list[Any], seed: int, k: int = PERTURBED_PER_TENSOR) -> None:
+    """Set ``k`` elements at seeded random places of each floating tensor to a value far from the rest
+    (twice the largest magnitude, plus one), in place. A cache keyed on a sample of the input, or on
+    part of it, returns the old answer for such an input; an honest kernel's cost does not change."""
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for t in tensors:
+            if not _is_float_tensor(t) or t.numel() == 0:
+                continue
+            flat = t.view(-1) if t.is_contiguous() else None
+            places = torch.randint(0, t.numel(), (min(k, t.numel()),), generator=gen)
+            value = float(t.abs().max()) * 2 + 1
+            if flat is not None:
+                flat[places.to(t.device)] = value
+            else:
+                for p in places.tolist():
+                    t[tuple(torch.unravel_index(torch.tensor(p), t.shape))] = value
 
 
 def reference_output(instance: ProblemInstance, spec: RunSpec) -> Any:

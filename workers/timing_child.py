@@ -4,31 +4,56 @@ Targets: ``eager`` (the model in the dtype under test), ``compile`` (``torch.com
 ``compile-max-autotune`` (``mode="max-autotune-no-cudagraphs"``), or a kernel file path (bound like in
 verification). The first call, which compiles, runs before the lock is taken: the lock covers only the
 measurement. Run only through ``workers.timing.time_target``.
+
+Between repetitions a few input elements change (``InputNudger``), so no two timed calls see the same
+input: caching answers by input values gains nothing here. A kernel file is timed in its own process,
+so it gets the guards that fit there (``KernelWatch``): before it is imported, the harness is
+snapshotted, the process confined (Landlock), and the answer to a final call on inputs changed at
+random places computed; afterwards the snapshot must be unchanged, no thread or process it started may
+be alive, that final call's output must match, the CUDA events must agree with the host clock, and most
+repetitions must end on the call's own stream. A failure is a ``failed`` result that keeps the numbers.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import time
 import traceback
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import torch
 
-from beamsearch.schema import TimingRequest, TimingResult
+from beamsearch.schema import DEFAULT_TOLERANCES, CheckResult, RunSpec, Timing, TimingRequest, TimingResult
 from workers.binding import bind, model_values
 from workers.child_process import serve
-from workers.clock import measure
-from workers.gpu_lock import gpu_lock
+from workers.clock import clock_disagreement, measure
+from workers.compare import compare
+from workers.gpu_lock import DEFAULT_LOCK_DIR, gpu_lock
+from workers.integrity import BackgroundWork, Snapshot, ThreadStarts, install_thread_tripwire
 from workers.problem_instance import (
     ProblemInstance,
     instantiate,
     load_kernel_function,
     load_problem_module,
+    nudge_seed,
+    perturb_,
+    reference_output,
     select_device,
 )
+from workers.sandbox import confine, writable_defaults
 
 COMPILE_MODES = {"compile": None, "compile-max-autotune": "max-autotune-no-cudagraphs"}
+NUDGED_PER_TENSOR = 8
+_synchronize = torch.cuda.synchronize  # taken before any kernel is imported
+
+
+class Rejected(Exception):
+    def __init__(self, check: str, detail: str) -> None:
+        super().__init__(f"{check}: {detail}")
+        self.check, self.detail = check, detail
 
 
 def build_callable(target: str, instance: ProblemInstance) -> Callable[[], Any]:
@@ -41,39 +66,169 @@ def build_callable(target: str, instance: ProblemInstance) -> Callable[[], Any]:
     return bind(load_kernel_function(target), inputs, model_values(model))
 
 
+class InputNudger:
+    """Between repetitions: put back the elements changed last time, then copy values from other random
+    places into a few random places of each floating input (same values, so the problem's cost does
+    not change; different contents, so no two calls see the same input)."""
+
+    def __init__(self, inputs: list[Any], seed: int, k: int = NUDGED_PER_TENSOR) -> None:
+        self.flats = [t.view(-1) for t in inputs
+                      if isinstance(t, torch.Tensor) and t.is_floating_point() and t.is_contiguous() and t.numel() > 1]  # fmt: skip
+        self.gen = torch.Generator().manual_seed(seed)
+        self.k = k
+        self.saved: list[tuple[torch.Tensor, torch.Tensor]] = []
+
+    def __call__(self) -> None:
+        self.restore()
+        with torch.no_grad():
+            for flat in self.flats:
+                n = flat.numel()
+                places = torch.randint(0, n, (min(self.k, n),), generator=self.gen).to(flat.device)
+                sources = torch.randint(0, n, (min(self.k, n),), generator=self.gen).to(flat.device)
+                self.saved.append((places, flat[places].clone()))
+                flat[places] = flat[sources]
+
+    def restore(self) -> None:
+        with torch.no_grad():
+            for flat, (places, values) in zip(self.flats, self.saved, strict=False):
+                flat[places] = values
+        self.saved = []
+
+
+class KernelWatch:
+    """What a timed kernel file is checked against; made before the kernel is imported."""
+
+    def __init__(self, instance: ProblemInstance, spec: RunSpec, seed: int, lock_dir: str) -> None:
+        self.instance, self.spec, self.seed = instance, spec, seed
+        self.checks: list[CheckResult] = []
+        self.tolerance = DEFAULT_TOLERANCES[spec.dtype]
+        probe = [t.clone() if isinstance(t, torch.Tensor) else t for t in instance.inputs]
+        perturb_(probe, seed)
+        self.reference = reference_output(ProblemInstance(instance.model, probe), spec)
+        del probe
+        install_thread_tripwire()
+        folder = Path.cwd().parent  # the job's folder: the result file is written there
+        locks = Path(lock_dir or os.environ.get("BEAMSEARCH_LOCK_DIR", DEFAULT_LOCK_DIR))
+        locks.mkdir(parents=True, exist_ok=True)
+        self.sandbox = confine([*writable_defaults(folder), locks])
+        self.snapshot = Snapshot.take()
+        self.background = BackgroundWork()
+        self.threads = ThreadStarts()
+
+    def record(self, name: str, passed: bool, detail: str) -> None:
+        """Keep one line per check: its first pass, or the failure that ends timing."""
+        if passed and any(c.name == name for c in self.checks):
+            return
+        self.checks.append(CheckResult(name=name, passed=passed, detail="" if passed else detail))
+        if not passed:
+            raise Rejected(name, detail)
+
+    def check_process(self, where: str) -> None:
+        changed = self.snapshot.changed()
+        self.record("harness_intact", not changed,
+                    f"the kernel changed the harness in its process ({where}): "
+                    + "; ".join(f"{name} was replaced" for name in changed)[:800])  # fmt: skip
+        left = self.background.left_running()
+        if self.threads.n:
+            left.insert(0, f"{self.threads.n} thread(s) started during calls")
+        self.record("background_work", not left,
+                    f"kernel_function left work running after it returned ({where}): {', '.join(left)[:500]}")  # fmt: skip
+
+    def check_output(self, fn: Callable[[], Any]) -> None:
+        """One more call, on inputs changed at random places known only to this process: its output
+        must match the reference computed before the kernel was imported."""
+        perturb_(self.instance.inputs, self.seed)
+        with self.threads:
+            out = fn()
+            if self.spec.device.startswith("cuda"):
+                _synchronize()
+        outs = list(out) if isinstance(out, (tuple, list)) else [out]
+        refs = list(self.reference) if isinstance(self.reference, (tuple, list)) else [self.reference]
+        problem = None
+        if len(outs) != len(refs):
+            problem = f"returned {len(outs)} outputs, the reference returns {len(refs)}"
+        for k, (o, r) in enumerate(zip(outs, refs, strict=False)):
+            if problem is None and (type(o) is not torch.Tensor or o.shape != r.shape):
+                problem = f"output {k} is not a plain tensor of shape {tuple(r.shape)}"
+            if problem is None:
+                cmp = compare(o, r, self.tolerance)
+                if not cmp.passed:
+                    problem = (f"output {k}: {cmp.n_mismatched + cmp.n_unwritten + cmp.n_unexpected_nonfinite} of "
+                               f"{cmp.n} elements wrong (max abs err {cmp.max_abs_err:.4g})")  # fmt: skip
+        self.record("output_after_timing", problem is None,
+                    f"a call after the timed repetitions, on inputs changed at random places, gave a wrong answer: "
+                    f"{problem}")  # fmt: skip
+
+    def check_timing(self, timing: Timing) -> None:
+        if not timing.on_gpu or timing.host_batch_ms is None or timing.host_enqueue_ms is None:
+            return
+        why = clock_disagreement(timing.median_ms, timing.host_batch_ms, timing.host_enqueue_ms)
+        self.record("clocks_agree", why is None, why or "")
+        self.record("current_stream", timing.device_end_n * 2 <= timing.n,
+                    f"{timing.device_end_n} of {timing.n} repetitions ended on another stream after the call's "
+                    "own stream: kernel_function left its work unordered with the caller's stream")  # fmt: skip
+
+
 def time_in_child(req: TimingRequest) -> TimingResult:
     start = time.perf_counter()
     spec = req.spec
+    seed = nudge_seed()
+    watch: KernelWatch | None = None
+    timing: Timing | None = None
+    waited_s = first_call_s = 0.0
     try:
         if spec.device.startswith("cuda") and not torch.cuda.is_available():
             raise RuntimeError(f"device {spec.device} asked for, but no CUDA GPU is visible")
         select_device(spec)
         instance = instantiate(load_problem_module(spec), spec, req.seed)
         with torch.no_grad():
+            if req.target != "eager" and req.target not in COMPILE_MODES:
+                watch = KernelWatch(instance, spec, seed, req.lock_dir)
             fn = build_callable(req.target, instance)
+            if watch is not None:
+                watch.check_process("at import")
             first = time.perf_counter()
-            _run_synchronised(fn, spec.device)
+            with watch.threads if watch is not None else contextlib.nullcontext():
+                _run_synchronised(fn, spec.device)
             first_call_s = time.perf_counter() - first
+            if watch is not None:
+                watch.check_process("first call")
+            nudger = InputNudger(instance.inputs, seed)
             with gpu_lock(spec.device, req.lock_dir) as waited_s:
-                timing = measure(
-                    fn, spec.device, dtype=spec.dtype, shapes=spec.shapes, warmup_ms=req.warmup_ms,
-                    rep_ms=req.rep_ms, min_reps=req.min_reps, max_reps=req.max_reps,
-                )  # fmt: skip
+                with watch.threads if watch is not None else contextlib.nullcontext():
+                    timing = measure(
+                        fn, spec.device, dtype=spec.dtype, shapes=spec.shapes, warmup_ms=req.warmup_ms,
+                        rep_ms=req.rep_ms, min_reps=req.min_reps, max_reps=req.max_reps, between_reps=nudger,
+                    )  # fmt: skip
+            nudger.restore()
+            if watch is not None:
+                watch.check_process("during the timed calls")
+                watch.check_output(fn)
+                watch.check_process("after the last call")
+                watch.check_timing(timing)
+    except Rejected as r:
+        return TimingResult(
+            target=req.target, status="failed", reason=str(r)[:900], timing=timing, lock_wait_s=waited_s,
+            first_call_s=first_call_s, duration_s=time.perf_counter() - start, checks=watch.checks if watch else [],
+            perturb_seed=seed, sandbox=watch.sandbox if watch else "",
+        )  # fmt: skip
     except BaseException as e:  # noqa: BLE001 - whatever the target does, report it
         return TimingResult(
             target=req.target, status="failed", reason=f"{type(e).__name__}: {e}".splitlines()[0][:500],
             duration_s=time.perf_counter() - start, traceback=traceback.format_exc(),
+            checks=watch.checks if watch else [], perturb_seed=seed, sandbox=watch.sandbox if watch else "",
         )  # fmt: skip
     return TimingResult(
         target=req.target, status="ok", timing=timing, lock_wait_s=waited_s, first_call_s=first_call_s,
-        duration_s=time.perf_counter() - start,
+        duration_s=time.perf_counter() - start, checks=watch.checks if watch else [], perturb_seed=seed,
+        sandbox=watch.sandbox if watch else "",
     )  # fmt: skip
 
 
 def _run_synchronised(fn: Callable[[], Any], device: str) -> None:
     fn()
     if device.startswith("cuda"):
-        torch.cuda.synchronize()
+        _synchronize()
 
 
 if __name__ == "__main__":

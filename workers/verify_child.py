@@ -1,38 +1,51 @@
-"""Child process: import a candidate kernel, run it on fresh inputs, and write its Verdict.
+"""Child process: verify a candidate kernel and write its Verdict, without ever running its code.
 
 Run only through ``workers.verify.verify_kernel``, which hands it a request (``child_process.serve``).
-For each seed: build the model and fresh inputs, compute the reference one precision up, call the
-kernel under the PyTorch-compute guard (fresh allocations poisoned), then check structure, unwritten
-elements, non-finite values, tolerance and unchanged inputs. On the first seed, also change the
-inputs' values in place and call again on the same tensors, which catches caching by pointer.
+This process is the *judge*: it builds the model, the inputs and the references, and compares. The
+kernel is imported and called in a second process, the *runner* (``kernel_runner``), forked at
+start-up before the judge has read its job or its signing key. Inputs and outputs are shared memory
+between the two, so nothing is copied and the kernel's writes into its inputs are seen. Whatever the
+kernel does to its own process (patching ``torch.allclose``, popping our operator guard, forging a
+result file, killing itself) cannot change the comparison or the signed verdict made here.
+
+For each seed: build the model and fresh inputs, compute the reference one precision up, have the
+runner call the kernel under its observers (fresh allocations poisoned), then check what they saw
+(tampering, work left running, PyTorch compute, host-side reads), structure, unwritten elements,
+non-finite values, tolerance and unchanged inputs. On the first seed, three more calls: the same tensors
+with other values written in place (caching by pointer), fresh tensors holding those values with a few
+elements changed (a cache keyed on a sample of the input), and fresh tensors with exactly those values
+again (a cache keyed on all of it hands back the previous output's memory).
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import time
 import traceback
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from beamsearch.schema import CheckResult, Verdict, VerifyRequest
-from workers.binding import BindError, BoundCall, bind, model_values
-from workers.child_process import serve
+from beamsearch.schema import CheckResult, RunSpec, Verdict, VerifyRequest
+from workers.binding import model_values
+from workers.child_process import TAIL_CHARS, serve
 from workers.compare import compare
+from workers.kernel_runner import KernelProcess, KernelProcessDied
 from workers.problem_instance import (
     TORCH_DTYPES,
-    NoKernelFunction,
+    ProblemInstance,
     ProblemLoadError,
-    fresh_values_into,
     instantiate,
-    load_kernel_function,
     load_problem_module,
+    nudge_seed,
+    perturb_,
     reference_output,
     select_device,
 )
-from workers.torch_guard import TorchComputeGuard, as_bits
+from workers.shared_tensors import ProtocolError, encode_value
+from workers.torch_guard import as_bits
 
 POINTER_CHECK_SEED_OFFSET = 1000
 
@@ -51,6 +64,8 @@ class Checks:
         self.max_abs_err: float | None = None
         self.max_rel_err: float | None = None
         self.call_times_s: list[float] = []
+        self.nudge_seed: int | None = None
+        self.sandbox = ""
 
     def record(self, name: str, passed: bool, detail: str = "") -> None:
         """Keep one line per check: its first pass, or the failure that ends verification."""
@@ -65,17 +80,19 @@ class Checks:
         self.max_rel_err = max(self.max_rel_err or 0.0, rel_err)
 
 
-def verify(req: VerifyRequest) -> Verdict:
+def verify(req: VerifyRequest, runner: KernelProcess) -> Verdict:
     started_at = time.time()
     start = time.perf_counter()
     checks = Checks()
     status, reason, tb = "ok", "all checks passed", ""
     try:
-        _verify(req, checks)
+        _verify(req, checks, runner)
     except Failed as f:
         status, reason, tb = f.status, f.reason, f.tb
     except Exception as e:  # the harness's own steps (inputs, copies, references) failed, e.g. out of memory
         status, reason, tb = "problem_error", f"verification could not run: {type(e).__name__}: {e}"[:500], traceback.format_exc()
+    finally:
+        runner.stop()  # before the verdict is written: nothing of the kernel's runs past this point
     return Verdict(
         started_at=started_at,
         passed=status == "ok",
@@ -92,10 +109,63 @@ def verify(req: VerifyRequest) -> Verdict:
         kernel_call_s=sum(checks.call_times_s),
         first_call_s=checks.call_times_s[0] if checks.call_times_s else 0.0,
         traceback=tb,
+        nudge_seed=checks.nudge_seed,
+        sandbox=checks.sandbox,
     )
 
 
-def _verify(req: VerifyRequest, checks: Checks) -> None:
+class _Kernel:
+    """The judge's side of the conversation with the runner: requests in, Failed or replies out."""
+
+    def __init__(self, runner: KernelProcess, checks: Checks) -> None:
+        self.runner = runner
+        self.checks = checks
+        self.sandbox = ""
+
+    def request(self, body: dict[str, Any], tensors: list[torch.Tensor] = ()) -> tuple[dict[str, Any], list[torch.Tensor]]:
+        if not self.runner.alive():
+            raise Failed("problem_error", "the kernel's process died before the job began (out of memory?): "
+                         + self.runner.describe_death(_output_tail()))  # fmt: skip
+        try:
+            reply, tensors_back = self.runner.request(body, list(tensors))
+        except KernelProcessDied as e:
+            raise Failed("crashed", self.runner.describe_death(_output_tail())) from e
+        except ProtocolError as e:
+            raise Failed("crashed", f"unreadable reply from the kernel's process: {e}") from e
+        error = reply.get("error")
+        if isinstance(error, dict) and "sandbox" in error:
+            self.sandbox = str(error["sandbox"])
+        if isinstance(error, dict):
+            raise Failed(str(error.get("status", "runtime_error")), str(error.get("reason", ""))[:600],
+                         str(error.get("traceback", "")))  # fmt: skip
+        return reply, tensors_back
+
+    def load(self, kernel_path: str, device: str, checks: Checks) -> None:
+        try:
+            reply, _ = self.request({"op": "load", "kernel_path": kernel_path, "device": device})
+        finally:
+            checks.sandbox = self.sandbox
+        checks.sandbox = str(reply.get("sandbox", ""))
+        checks.results.append(CheckResult(name="imports", passed=True))
+        _check_evidence(reply, checks, "at import")
+
+    def call(self, inputs: list[Any] | None, values: dict[str, Any], where: str) -> tuple[dict[str, Any], list[torch.Tensor]]:
+        """Call the kernel on ``inputs`` (None: the tensors of the previous call, as they are now)."""
+        tensors: list[torch.Tensor] = []
+        body: dict[str, Any] = {"op": "call", "inputs": "same", "values": {}}
+        if inputs is not None:
+            body["inputs"] = [encode_value(v, tensors) for v in inputs]
+            body["values"] = {k: encode_value(v, tensors) for k, v in values.items()}
+        try:
+            reply, outs = self.request(body, tensors)
+        except Failed as f:
+            if f.status in ("runtime_error", "compile_failed"):
+                f.reason = f"kernel_function raised ({where}): {f.reason}"
+            raise
+        return reply, outs
+
+
+def _verify(req: VerifyRequest, checks: Checks, runner: KernelProcess) -> None:
     spec = req.spec
     if spec.device.startswith("cuda") and not torch.cuda.is_available():
         raise Failed("problem_error", f"device {spec.device} asked for, but no CUDA GPU is visible")
@@ -104,67 +174,77 @@ def _verify(req: VerifyRequest, checks: Checks) -> None:
         module = load_problem_module(spec)
     except (ProblemLoadError, RuntimeError, ValueError) as e:  # a bad problem file, or cuda:N that is not there
         raise Failed("problem_error", str(e), traceback.format_exc()) from e
-    kernel_fn = _load_kernel_function(req.kernel_path)
-    checks.results.append(CheckResult(name="imports", passed=True))
+    if not Path(req.kernel_path).is_file():
+        raise Failed("compile_failed", f"kernel file {req.kernel_path} does not exist")
+    kernel = _Kernel(runner, checks)
+    kernel.load(req.kernel_path, spec.device, checks)
+    pool = _SharedPool(spec.device)
     for i, seed in enumerate(req.seeds):
         try:
-            instance = instantiate(module, spec, seed)
+            with pool:
+                instance = instantiate(module, spec, seed)
             reference = reference_output(instance, spec)
         except Exception as e:
             raise Failed("problem_error", f"problem failed for seed {seed}: {e}", traceback.format_exc()) from e
-        try:
-            call = bind(kernel_fn, instance.inputs, model_values(instance.model))
-        except BindError as e:
-            raise Failed("bind_failed", str(e)) from e
-        snapshot = _snapshot(call)
-        _check_call(call, reference, req, checks, f"seed {seed}")
-        _check_unchanged(snapshot, checks, f"seed {seed}")
-        if i == 0:
-            # Same tensors, new values: a kernel that caches results by pointer returns the old answer.
-            fresh_values_into(module, spec, seed + POINTER_CHECK_SEED_OFFSET, call.inputs)
-            reference = reference_output(instance, spec)
-            snapshot = _snapshot(call)
-            _check_call(call, reference, req, checks, f"seed {seed}, inputs changed in place",
-                        values_check="values_after_inputs_changed")
-            _check_unchanged(snapshot, checks, f"seed {seed}, inputs changed in place")
+        values = model_values(instance.model)
+        where = f"seed {seed}"
+        _checked_call(kernel, instance.inputs, values, reference, req, checks, where)
+        if i > 0:
+            continue
+        # Same tensors, new values: a kernel that caches results by pointer returns the old answer.
+        changed = instantiate(module, spec, seed + POINTER_CHECK_SEED_OFFSET).inputs
+        reference = reference_output(ProblemInstance(instance.model, changed), spec)
+        with torch.no_grad():
+            for t, c in zip(instance.inputs, changed, strict=True):
+                if isinstance(t, torch.Tensor):
+                    t.copy_(c)
+        _checked_call(kernel, None, values, reference, req, checks, f"{where}, inputs changed in place",
+                      values_check="values_after_inputs_changed", same_inputs=instance.inputs)  # fmt: skip
+        # Fresh tensors, the same values but for a few elements at random places: a cache keyed on part
+        # of the input, or answers worked out at import for inputs a kernel could foresee.
+        with pool:
+            nudged = [t.clone() if isinstance(t, torch.Tensor) else t for t in instance.inputs]
+        checks.nudge_seed = nudge_seed()
+        perturb_(nudged, checks.nudge_seed)
+        reference = reference_output(ProblemInstance(instance.model, nudged), spec)
+        _checked_call(kernel, nudged, values, reference, req, checks, f"{where}, a few input elements changed",
+                      values_check="values_after_small_change")  # fmt: skip
+        # Fresh tensors, the very same values: a cache keyed on all of the input hands back the previous
+        # output (timing changes the inputs between repetitions, so there such a cache never hits).
+        with pool:
+            again = [t.clone() if isinstance(t, torch.Tensor) else t for t in nudged]
+        _checked_call(kernel, again, values, reference, req, checks, f"{where}, the same values again")
 
 
-def _load_kernel_function(path: str) -> Callable[..., Any]:
-    if not Path(path).is_file():
-        raise Failed("compile_failed", f"kernel file {path} does not exist")
-    try:
-        return load_kernel_function(path)
-    except NoKernelFunction as e:
-        raise Failed("compile_failed", str(e)) from e
-    except BaseException as e:
-        raise Failed("compile_failed", f"importing the kernel failed: {_one_line(e)}", traceback.format_exc()) from e
-
-
-def _check_call(
-    call: BoundCall, reference: Any, req: VerifyRequest, checks: Checks, where: str, values_check: str = "values"
+def _checked_call(
+    kernel: _Kernel,
+    inputs: list[Any] | None,
+    values: dict[str, Any],
+    reference: Any,
+    req: VerifyRequest,
+    checks: Checks,
+    where: str,
+    values_check: str = "values",
+    same_inputs: list[Any] | None = None,
 ) -> None:
-    guard = TorchComputeGuard()
-    started = time.perf_counter()
-    try:
-        with torch.no_grad(), guard:
-            out = call()
-        if req.spec.device.startswith("cuda"):
-            torch.cuda.synchronize()  # asynchronous faults (illegal address) surface here
-        checks.call_times_s.append(time.perf_counter() - started)
-    except BaseException as e:
-        status = "compile_failed" if _is_triton_compile_error(e) else "runtime_error"
-        raise Failed(status, f"kernel_function raised ({where}): {_one_line(e)}", traceback.format_exc()) from e
-    checks.record(
-        "pytorch_compute",
-        not guard.forbidden,
-        f"PyTorch compute operators ran inside kernel_function ({where}): {guard.describe_forbidden()}"
-        if guard.forbidden
-        else "",
-    )
-    outs, refs = _as_list(out), _as_list(reference)
-    structure_problem = _structure_problem(outs, refs, req)
-    checks.record("output_structure", structure_problem is None, f"{structure_problem} ({where})")
-    for k, (o, r) in enumerate(zip(outs, refs, strict=True)):
+    given = inputs if inputs is not None else same_inputs
+    snapshot = _snapshot(given, values)
+    reply, outs = kernel.call(inputs, values, where)
+    report = reply.get("report") or {}
+    checks.call_times_s.append(float(report.get("call_s", 0.0)))
+    _check_evidence(report, checks, where)
+    forbidden = _counts(report.get("forbidden"))
+    checks.record("pytorch_compute", not forbidden,
+                  f"PyTorch compute operators ran inside kernel_function ({where}): {_describe(forbidden)}")  # fmt: skip
+    host = _counts(report.get("host_reads"))
+    checks.record("host_compute", not host,
+                  f"tensor data was read on the host inside kernel_function ({where}): {_describe(host)}")  # fmt: skip
+    _check_unchanged(snapshot, checks, where)  # first: an input changed and returned is a changed input
+    problem = reply.get("structure")
+    if problem is None:
+        problem = _structure_problem(outs, int(reply.get("n_outputs", len(outs))), _as_list(reference), req.spec)
+    checks.record("output_structure", problem is None, f"{problem} ({where})")
+    for k, (o, r) in enumerate(zip(outs, _as_list(reference), strict=True)):
         cmp = compare(o, r, req.tolerance)
         checks.errors(cmp.max_abs_err, cmp.max_rel_err)
         label = f"output {k}" if len(outs) > 1 else "output"
@@ -186,18 +266,31 @@ def _check_call(
             f"rtol={req.tolerance.rtol}; max abs err {cmp.max_abs_err:.4g}, max rel err {cmp.max_rel_err:.4g}, "
             f"first at flat index {cmp.first_bad_index} ({where})",
         )
+    reused = [int(k) for k in report.get("same_as_previous") or []]
+    checks.record("fresh_output", not reused,
+                  f"output {reused[0] if reused else 0} is the memory the previous call returned: a cached result handed back "
+                  f"again ({where})")  # fmt: skip
 
 
-def _structure_problem(outs: list[Any], refs: list[Any], req: VerifyRequest) -> str | None:
-    if len(outs) != len(refs):
-        return f"returned {len(outs)} outputs, the reference returns {len(refs)}"
-    want_device = torch.device(req.spec.device)
+def _check_evidence(report: dict[str, Any], checks: Checks, where: str) -> None:
+    """What the runner saw of the kernel meddling with its process, or leaving work behind."""
+    tampering = [str(t) for t in report.get("tampering") or []]
+    checks.record("harness_intact", not tampering,
+                  f"the kernel changed the harness in its process ({where}): {'; '.join(tampering)[:800]}")  # fmt: skip
+    background = [str(b) for b in report.get("background") or []]
+    started = int(report.get("threads_started") or 0)
+    if started:
+        background.insert(0, f"{started} thread(s) started during the call")
+    checks.record("background_work", not background,
+                  f"kernel_function left work running after it returned ({where}): {', '.join(background)[:500]}")  # fmt: skip
+
+
+def _structure_problem(outs: list[torch.Tensor], n_outputs: int, refs: list[Any], spec: RunSpec) -> str | None:
+    if n_outputs != len(refs) or len(outs) != len(refs):
+        return f"returned {n_outputs} outputs, the reference returns {len(refs)}"
+    want_device = torch.device(spec.device)
     for k, (o, r) in enumerate(zip(outs, refs, strict=True)):
-        if not isinstance(o, torch.Tensor):
-            return f"output {k} is a {type(o).__name__}, not a torch.Tensor"
-        if type(o) is not torch.Tensor and not isinstance(o, torch.nn.Parameter):
-            return f"output {k} is a tensor subclass ({type(o).__name__}), not a plain torch.Tensor"
-        want_dtype = TORCH_DTYPES[req.spec.dtype] if r.is_floating_point() else r.dtype
+        want_dtype = TORCH_DTYPES[spec.dtype] if r.is_floating_point() else r.dtype
         if tuple(o.shape) != tuple(r.shape):
             return f"output {k} has shape {tuple(o.shape)}, expected {tuple(r.shape)}"
         if o.dtype != want_dtype:
@@ -207,10 +300,10 @@ def _structure_problem(outs: list[Any], refs: list[Any], req: VerifyRequest) -> 
     return None
 
 
-def _snapshot(call: BoundCall) -> list[tuple[str, torch.Tensor, torch.Tensor]]:
+def _snapshot(inputs: list[Any], values: dict[str, Any]) -> list[tuple[str, torch.Tensor, torch.Tensor]]:
     """Copies of every tensor the kernel is given: its inputs and the model values (weight, bias...)."""
-    named = [(f"input {k}", t) for k, t in enumerate(call.inputs)]
-    named += [(f"model value '{name}'", t) for name, t in call.kwargs.items()]
+    named = [(f"input {k}", t) for k, t in enumerate(inputs)]
+    named += [(f"model value '{name}'", t) for name, t in values.items()]
     return [(label, t, t.clone()) for label, t in named if isinstance(t, torch.Tensor)]
 
 
@@ -218,6 +311,36 @@ def _check_unchanged(snapshot: list[tuple[str, torch.Tensor, torch.Tensor]], che
     for label, now, before in snapshot:
         same = now.shape == before.shape and bool((_bits(now) == _bits(before)).all())
         checks.record("inputs_unchanged", same, f"{label} was modified by kernel_function ({where})")
+
+
+class _SharedPool:
+    """Where tensors handed to the runner are allocated. On a GPU a CUDA IPC handle opens a whole
+    allocation segment, so they get segments of their own (a memory pool), apart from the references
+    and copies the kernel must not reach. CPU tensors are shared one by one; no pool is needed."""
+
+    def __init__(self, device: str) -> None:
+        self.pool = torch.cuda.MemPool() if device.startswith("cuda") else None
+        self._ctx: Any = None
+
+    def __enter__(self) -> None:
+        if self.pool is not None:
+            self._ctx = torch.cuda.use_mem_pool(self.pool)
+            self._ctx.__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._ctx is not None:
+            self._ctx.__exit__(*exc)
+            self._ctx = None
+
+
+def _counts(x: Any) -> dict[str, int]:
+    if not isinstance(x, dict):
+        return {}
+    return {str(k): int(v) for k, v in x.items() if isinstance(v, int) and v > 0}
+
+
+def _describe(counts: dict[str, int]) -> str:
+    return ", ".join(f"{op} x{n}" for op, n in sorted(counts.items(), key=lambda kv: -kv[1]))
 
 
 def _bits(t: torch.Tensor) -> torch.Tensor:
@@ -228,16 +351,22 @@ def _as_list(x: Any) -> list[Any]:
     return list(x) if isinstance(x, (tuple, list)) else [x]
 
 
-def _is_triton_compile_error(e: BaseException) -> bool:
-    return any(c.__name__ == "CompilationError" for c in type(e).__mro__)
+def _output_tail() -> str:
+    """The end of this job's output log (the runner writes to it too)."""
+    try:
+        return (Path.cwd().parent / "output.log").read_bytes()[-TAIL_CHARS:].decode(errors="replace")
+    except OSError:
+        return ""
 
 
-def _one_line(e: BaseException) -> str:
-    """First and last line of the message: Triton puts the location first and the cause last."""
-    lines = [ln.strip() for ln in f"{type(e).__name__}: {e}".splitlines() if ln.strip()]
-    text = lines[0] if len(lines) < 2 else f"{lines[0]} ... {lines[-1]}"
-    return text[:500]
+def _undumpable() -> None:
+    """Keep processes of the same user (the runner among them) out of this one's memory and open files
+    (/proc/<pid>/mem, /proc/<pid>/fd): PR_SET_DUMPABLE 0. Root can still look; see the README."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)
 
 
 if __name__ == "__main__":
-    serve(VerifyRequest, verify)
+    _runner = KernelProcess.fork()  # before the job, its key and any GPU work: the fork inherits none of them
+    _undumpable()
+    serve(VerifyRequest, lambda request: verify(request, _runner))

@@ -1,0 +1,297 @@
+"""The process that imports and calls a candidate kernel for verification, and nothing else.
+
+The verification child (``verify_child``, the *judge*) forks this process at start-up, before it has
+touched a GPU or read anything about its job, so the runner holds no secret of the judge's: not the key
+that signs the verdict, not the references. The judge then sends requests over a socket pair
+(``shared_tensors``): *load* a kernel file, *call* it on these inputs (shared memory, never copied).
+The runner answers with the outputs (shared back) and what its observers saw: PyTorch operators
+(``torch_guard.ObservedCall``), host-side reads, threads and processes left running, and names of
+the harness that were replaced (``integrity``). The judge compares and decides; anything the runner
+says about itself is evidence, not a verdict, since the kernel runs in this process.
+
+On the CPU the runner's address space is capped (``RLIMIT_AS``): a kernel asking for hundreds of GB
+gets an allocation error instead of pushing the machine into swap while its memory is poisoned.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from workers.binding import BindError, bind
+from workers.integrity import BackgroundWork, Snapshot
+from workers.problem_instance import load_kernel_function, select_device_name
+from workers.sandbox import confine, writable_defaults
+from workers.shared_tensors import Channel, ChannelClosed, ProtocolError, decode_value
+from workers.torch_guard import ObservedCall, install_tripwires, warm_up
+
+TRACEBACK_CHARS = 8000
+_synchronize = torch.cuda.synchronize  # taken before any kernel is imported
+
+
+class KernelProcessDied(RuntimeError):
+    pass
+
+
+class KernelProcess:
+    """The judge's handle on its runner."""
+
+    def __init__(self, pid: int, channel: Channel) -> None:
+        self.pid = pid
+        self.channel = channel
+        self.returncode: int | None = None
+
+    @classmethod
+    def fork(cls) -> KernelProcess:
+        """Start the runner as a fork of this process. Call before CUDA is initialised and before any
+        secret is in memory: the fork gets a copy of everything this process holds."""
+        ours, theirs = Channel.pair()
+        pid = os.fork()
+        if pid == 0:  # the runner: never returns into the caller's code
+            code = 1
+            try:
+                ours.close()
+                devnull = os.open(os.devnull, os.O_RDONLY)
+                os.dup2(devnull, 0)  # the judge's stdin carries its job and key: not ours to read
+                os.close(devnull)
+                _serve(theirs)
+                code = 0
+            finally:
+                os._exit(code)
+        theirs.close()
+        return cls(pid, ours)
+
+    def request(self, body: dict[str, Any], tensors: list[torch.Tensor] = ()) -> tuple[dict[str, Any], list[torch.Tensor]]:
+        """Send a request and wait for the reply. Raises KernelProcessDied when the runner is gone."""
+        try:
+            self.channel.send(body, tensors)
+            return self.channel.recv()
+        except ChannelClosed as e:
+            raise KernelProcessDied(str(e)) from e
+
+    def alive(self) -> bool:
+        return self._poll(block=False) is None
+
+    def describe_death(self, output_tail: str) -> str:
+        """How the runner ended (waits a little for its exit status)."""
+        from workers.child_process import last_output_line
+
+        code = self._poll(block=True)
+        if code is None:
+            how = "stopped answering"
+        elif code < 0:
+            try:
+                how = f"was killed by signal {signal.Signals(-code).name}"
+            except ValueError:
+                how = f"was killed by signal {-code}"
+        else:
+            how = f"exited with status {code} without writing a result (os._exit or sys.exit in the kernel?)"
+        last = last_output_line(output_tail)
+        return f"the kernel's process {how}" + (f"; last output: {last[:300]}" if last else "")
+
+    def stop(self) -> None:
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self._poll(block=True)
+        self.channel.close()
+
+    def _poll(self, block: bool) -> int | None:
+        if self.returncode is not None:
+            return self.returncode
+        deadline = time.monotonic() + (5.0 if block else 0.0)
+        while True:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                return self.returncode
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+                return self.returncode
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(0.02)
+
+
+# ---------------------------------------------------------------------------------------- runner side
+
+
+class _Runner:
+    def __init__(self) -> None:
+        self.fn: Callable[..., Any] | None = None
+        self.device = "cpu"
+        self.snapshot: Snapshot | None = None
+        self.background: BackgroundWork | None = None
+        self.inputs: list[Any] = []
+        self.values: dict[str, Any] = {}
+        self.outputs: list[torch.Tensor] = []  # kept alive until the judge sends its next request
+
+    def load(self, body: dict[str, Any]) -> dict[str, Any]:
+        self.device = str(body["device"])
+        select_device_name(self.device)
+        if self.device.startswith("cpu"):
+            _limit_address_space()
+        install_tripwires()
+        sandbox = _confine_to_work_folder()
+        self.snapshot = Snapshot.take()
+        self.background = BackgroundWork()
+        try:
+            self.fn = load_kernel_function(str(body["kernel_path"]))
+        except BaseException as e:  # noqa: BLE001 - SystemExit and KeyboardInterrupt at import included
+            reply = _error("compile_failed", e, import_=True)
+            reply["error"]["sandbox"] = sandbox
+            return reply
+        return {"ok": True, "sandbox": sandbox, **self._evidence()}
+
+    def call(self, body: dict[str, Any], tensors: list[torch.Tensor]) -> tuple[dict[str, Any], list[torch.Tensor]]:
+        previous, self.outputs = self.outputs, []  # alive during this call: new memory cannot overlap them
+        if body["inputs"] != "same":
+            self.inputs = [decode_value(v, tensors) for v in body["inputs"]]
+            self.values = {k: decode_value(v, tensors) for k, v in body["values"].items()}
+        try:
+            call = bind(self.fn, self.inputs, self.values)
+        except BindError as e:
+            return {"error": {"status": "bind_failed", "reason": str(e), "traceback": ""}}, []
+        observed = ObservedCall()
+        started = time.perf_counter()
+        try:
+            with torch.no_grad(), observed:
+                out = call()
+            if self.device.startswith("cuda"):
+                _synchronize()  # asynchronous faults (illegal address) surface here
+        except BaseException as e:  # noqa: BLE001 - whatever the kernel raises, SystemExit included
+            return _error("runtime_error", e), []
+        call_s = time.perf_counter() - started
+        outs = list(out) if isinstance(out, (tuple, list)) else [out]
+        report = {
+            "same_as_previous": [k for k, o in enumerate(outs) if type(o) is torch.Tensor
+                                 and any(_overlap(o, p) for p in previous)],  # fmt: skip
+            "forbidden": dict(observed.forbidden),
+            "host_reads": dict(observed.host_reads),
+            "threads_started": observed.threads_started,
+            "call_s": call_s,
+            **self._evidence(extra_tampering=observed.tampering),
+        }
+        problem = _structure_problem(outs, [t for t in [*self.inputs, *self.values.values()] if isinstance(t, torch.Tensor)])
+        if problem is not None:
+            return {"report": report, "structure": problem, "n_outputs": len(outs)}, []
+        self.outputs = outs
+        return {"report": report, "structure": None, "n_outputs": len(outs)}, outs
+
+    def _evidence(self, extra_tampering: list[str] = ()) -> dict[str, Any]:
+        tampering = list(extra_tampering)
+        if self.snapshot is not None:
+            tampering += [f"{name} was replaced" for name in self.snapshot.changed()]
+        background = self.background.left_running() if self.background is not None else []
+        return {"tampering": tampering, "background": background}
+
+
+def _serve(channel: Channel) -> None:
+    warm_up()  # while the judge waits for its job
+    runner = _Runner()
+    while True:
+        try:
+            body, tensors = channel.recv()
+        except (ChannelClosed, ProtocolError):
+            return  # the judge is gone (or mad): nothing left to do
+        op = body.get("op")
+        try:
+            if op == "load":
+                reply, out = runner.load(body), []
+            elif op == "call":
+                reply, out = runner.call(body, tensors)
+            else:
+                return
+        except BaseException as e:  # noqa: BLE001 - our own step failed (the kernel may have broken it)
+            reply, out = _error("runtime_error", e), []
+            reply["error"]["reason"] = f"the harness failed in the kernel's process: {reply['error']['reason']}"
+        del tensors
+        try:
+            channel.send(reply, out)
+        except (ChannelClosed, ProtocolError, RuntimeError) as e:
+            try:
+                channel.send({"error": {"status": "runtime_error", "traceback": "",
+                                        "reason": f"the kernel's outputs could not be handed over: {e}"[:500]}})  # fmt: skip
+            except (ChannelClosed, ProtocolError):
+                return
+
+
+def _confine_to_work_folder() -> str:
+    """Landlock: from here on this process writes only beneath its working folder (the job's work/, its
+    temporary files included) and the compiler caches. Not the job folder itself: the result file there
+    is the judge's."""
+    work = Path.cwd()
+    tmp = work / "tmp"
+    tmp.mkdir(exist_ok=True)
+    os.environ["TMPDIR"] = str(tmp)
+    tempfile.tempdir = None
+    return confine(writable_defaults(work))
+
+
+def _structure_problem(outs: list[Any], inputs: list[torch.Tensor]) -> str | None:
+    """What makes an output unfit to hand over: not a plain tensor, or memory of an input."""
+    for k, o in enumerate(outs):
+        if not isinstance(o, torch.Tensor):
+            return f"output {k} is a {type(o).__name__}, not a torch.Tensor"
+        if type(o) is not torch.Tensor and not isinstance(o, torch.nn.Parameter):
+            return f"output {k} is a tensor subclass ({type(o).__name__}), not a plain torch.Tensor"
+        for j, t in enumerate(inputs):
+            if _overlap(o, t):
+                return f"output {k} shares memory with input {j} (an input returned, or a view of one)"
+    return None
+
+
+def _overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if a.device != b.device or a.untyped_storage().nbytes() == 0 or b.untyped_storage().nbytes() == 0:
+        return False
+    a0, b0 = a.untyped_storage().data_ptr(), b.untyped_storage().data_ptr()
+    return a0 < b0 + b.untyped_storage().nbytes() and b0 < a0 + a.untyped_storage().nbytes()
+
+
+def _error(status: str, e: BaseException, import_: bool = False) -> dict[str, Any]:
+    if any(c.__name__ == "CompilationError" for c in type(e).__mro__):
+        status = "compile_failed"
+    reason = one_line(e)
+    if import_:
+        reason = f"importing the kernel failed: {reason}"
+    return {"error": {"status": status, "reason": reason, "traceback": traceback.format_exc()[-TRACEBACK_CHARS:]}}
+
+
+def one_line(e: BaseException) -> str:
+    """First and last line of the message: Triton puts the location first and the cause last."""
+    lines = [ln.strip() for ln in f"{type(e).__name__}: {e}".splitlines() if ln.strip()]
+    text = lines[0] if len(lines) < 2 else f"{lines[0]} ... {lines[-1]}"
+    return text[:500]
+
+
+def _limit_address_space() -> None:
+    """Cap virtual memory at what is mapped now plus half the machine's memory (CPU runs only: CUDA
+    reserves far more address space than it uses)."""
+    try:
+        mapped = _status_kb("VmSize") * 1024
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        limit = mapped + total // 2
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        if hard != resource.RLIM_INFINITY:
+            limit = min(limit, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    except (OSError, ValueError):
+        pass
+
+
+def _status_kb(field: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise ValueError(field)
