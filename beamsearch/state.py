@@ -88,7 +88,8 @@ class TaskResult(Record):
     pct_of_floor: float | None = None
     worker: str = Field("", description="node and device the task ran on")
     stage_s: dict[str, float] = Field({}, description="wall seconds per stage: profile_parent, diagnose, ...")
-    gpu_measure_s: float = Field(0.0, description="seconds this task held the GPU lock (timing and ncu)")
+    gpu_measure_s: float = Field(0.0, description="seconds of the timing and ncu child runs (start-up "
+                                 "included): an upper bound on the task's time under the GPU lock")
     finished_at: float = 0.0
 
     @property
