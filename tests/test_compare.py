@@ -6,7 +6,7 @@ import torch
 
 from beamsearch.schema import Tolerance
 from workers.compare import compare
-from workers.torch_guard import TorchComputeGuard, poison_, unwritten_mask
+from workers.torch_guard import ObservedCall, TorchComputeGuard, poison_, unwritten_mask
 
 TOL = Tolerance(atol=1e-2, rtol=1e-2)
 
@@ -60,3 +60,65 @@ def test_guard_poisons_empty_and_flags_compute() -> None:
         _ = x * 2
         _ = x.sum()
     assert set(guard.forbidden) == {"aten::mul", "aten::sum"}
+
+
+def test_the_profiler_sees_compute_the_guard_was_kept_from() -> None:
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    x = torch.rand(8)
+    with ObservedCall() as seen:
+        with _disable_current_modes():
+            _ = x * 2
+        with torch._C._DisableTorchDispatch():
+            _ = x + 1
+    assert {"aten::mul", "aten::add"} <= set(seen.forbidden) and not seen.tampering
+
+
+def test_popping_the_guard_or_stopping_the_profiler_is_tampering() -> None:
+    from torch.utils._python_dispatch import _pop_mode
+
+    with ObservedCall() as seen:
+        _pop_mode()
+    assert any("dispatch-mode stack" in t for t in seen.tampering)
+    with ObservedCall() as seen:
+        torch.autograd._disable_profiler()
+    assert any("profiler" in t for t in seen.tampering)
+
+
+def test_host_reads_and_thread_starts_are_counted() -> None:
+    import threading
+
+    x = torch.rand(8)
+    with ObservedCall() as seen:
+        _ = x.numpy().sum()
+        _ = x.tolist()
+        t = threading.Thread(target=lambda: None)
+        t.start()
+    t.join()
+    assert set(seen.host_reads) == {"Tensor.numpy", "Tensor.tolist"} and seen.threads_started == 1
+    with ObservedCall() as quiet:
+        _ = x.view(2, 4).contiguous()
+    assert not quiet.host_reads and not quiet.forbidden and not quiet.threads_started
+
+
+def test_snapshot_names_replaced_functions_not_new_ones(monkeypatch) -> None:
+    from workers.integrity import BackgroundWork, Snapshot
+
+    snap = Snapshot.take()
+    assert snap.changed() == []
+    monkeypatch.setattr(torch, "allclose", lambda *a, **k: True)
+    monkeypatch.setattr(torch.cuda.Event, "elapsed_time", lambda self, end: 0.001)
+    monkeypatch.setattr(torch, "brand_new_helper", lambda: None, raising=False)
+    assert set(snap.changed()) == {"torch.allclose", "torch.cuda.streams.Event.elapsed_time"}
+    work = BackgroundWork()
+    import threading
+
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait, name="lingering")
+    t.start()
+    try:
+        assert work.left_running() == ["thread lingering"]
+    finally:
+        stop.set()
+        t.join()
+    assert work.left_running() == []

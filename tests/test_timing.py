@@ -6,10 +6,14 @@ import subprocess
 import sys
 import time
 
+import torch
+
 from beamsearch.schema import RunSpec
 from tests.conftest import KERNELS
+from workers.clock import clock_disagreement
 from workers.gpu_lock import device_key, gpu_lock
 from workers.timing import time_target
+from workers.timing_child import InputNudger
 
 
 def test_kernel_and_eager_are_timed_the_same_way_and_labelled_cpu(scale_spec: RunSpec, tmp_path) -> None:
@@ -21,6 +25,34 @@ def test_kernel_and_eager_are_timed_the_same_way_and_labelled_cpu(scale_spec: Ru
         assert not t.on_gpu and "CPU" in t.method and t.device_name == "cpu"
         assert t.n >= 3 and t.min_ms <= t.median_ms and t.std_ms >= 0 and t.dtype == "bf16"
     assert kernel.timing.method == eager.timing.method
+    # A kernel file is checked around its timing; the built-in targets are not.
+    assert {c.name for c in kernel.checks} == {"harness_intact", "background_work", "output_after_timing"}
+    assert all(c.passed for c in kernel.checks) and not eager.checks
+    assert kernel.perturb_seed is not None
+
+
+def test_clock_disagreement_flags_events_that_miss_work() -> None:
+    assert clock_disagreement(event_ms=1.0, host_batch_ms=1.1, host_enqueue_ms=0.02) is None  # GPU-bound
+    assert clock_disagreement(event_ms=0.005, host_batch_ms=0.03, host_enqueue_ms=0.025) is None  # launch-bound
+    assert clock_disagreement(event_ms=2.0, host_batch_ms=1.2, host_enqueue_ms=0.02) is None  # warm L2 in a batch
+    why = clock_disagreement(event_ms=0.001, host_batch_ms=1.0, host_enqueue_ms=0.02)  # faked events
+    assert why is not None and "missed work" in why and "1 ms per call" in why
+    # Work started after the end event (a thread, a late launch): the host waits for it, the events do not.
+    assert clock_disagreement(event_ms=0.4, host_batch_ms=0.9, host_enqueue_ms=0.05) is not None
+
+
+def test_inputs_change_between_repetitions_and_are_put_back() -> None:
+    x = torch.rand(64)
+    pristine = x.clone()
+    nudge = InputNudger([x, 3], seed=1, k=4)
+    seen = set()
+    for _ in range(5):
+        nudge()
+        assert 0 < int((x != pristine).sum()) <= 4
+        seen.add(x.numpy().tobytes())
+    assert len(seen) == 5  # no two repetitions saw the same input
+    nudge.restore()
+    assert torch.equal(x, pristine)
 
 
 def test_a_failing_target_is_a_value_not_an_exception(scale_spec: RunSpec) -> None:

@@ -19,6 +19,8 @@ A kernel written to defeat these (restoring what it patched before it returns, h
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import os
 import sys
 import threading
@@ -32,6 +34,9 @@ WATCHED_MODULES = (
     "triton", "triton.testing", "triton.runtime.jit",
 )  # fmt: skip
 OWN_PREFIXES = ("workers.", "beamsearch.")
+# Rewrapped by torch itself when torch._dynamo is first imported (a kernel may import it); nothing that
+# judges a kernel relies on it (inputs are seeded before the kernel is imported, or in another process).
+UNWATCHED = frozenset({"torch.manual_seed"})
 _MISSING = object()
 
 
@@ -59,7 +64,11 @@ class Snapshot:
 
     @classmethod
     def take(cls) -> Snapshot:
+        """Imports the watched modules first, so a kernel that imports one finds it already watched."""
         snap = cls()
+        for name in WATCHED_MODULES:
+            with contextlib.suppress(ImportError):
+                importlib.import_module(name)
         names = [n for n in WATCHED_MODULES if n in sys.modules]
         names += sorted(n for n in list(sys.modules) if n.startswith(OWN_PREFIXES))
         classes = _watched_classes()
@@ -67,7 +76,7 @@ class Snapshot:
             module = sys.modules[name]
             snap.modules[name] = module
             for attr, value in list(vars(module).items()):
-                if _worth_watching(value):
+                if _worth_watching(value) and f"{name}.{attr}" not in UNWATCHED:
                     snap.entries.append((f"{name}.{attr}", module, attr, value))
                 if name.startswith(OWN_PREFIXES) and isinstance(value, type) and value.__module__ == name:
                     classes.append(value)

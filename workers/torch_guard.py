@@ -62,6 +62,10 @@ class TorchComputeGuard(TorchDispatchMode):
     """Records PyTorch operators outside the allow-list, device-to-host copies (data read on the host),
     and poisons fresh uninitialised allocations."""
 
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        return False  # nothing here is compiled; the wrapper would import torch._dynamo (1-2 s) at first use
+
     def __init__(self) -> None:
         super().__init__()
         self.forbidden: Counter[str] = Counter()
@@ -82,6 +86,11 @@ class TorchComputeGuard(TorchDispatchMode):
     def describe_forbidden(self) -> str:
         return describe(self.forbidden)
 
+
+# Versions of torch that wrap __torch_dispatch__ regardless: mark it as already wrapped.
+_raw_dispatch = getattr(TorchComputeGuard.__dict__["__torch_dispatch__"], "__wrapped__", None)
+if _raw_dispatch is not None:
+    _raw_dispatch.__dynamo_disable = _raw_dispatch
 
 COPY_OPS = frozenset({"aten::_to_copy", "aten::to", "aten::copy_", "aten::_copy_from", "aten::_copy_from_and_resize"})
 
@@ -164,6 +173,7 @@ class ObservedCall:
         return self._threads.n
 
     def __enter__(self) -> ObservedCall:
+        install_tripwires()
         self._threads.__enter__()
         self._profile = profile(use_device=None, use_kineto=False)
         self._profile.__enter__()
@@ -194,12 +204,11 @@ class ObservedCall:
             self._profile.__exit__(None, None, None)
             events = list(self._profile.function_events)
         except Exception as e:  # noqa: BLE001 - a kernel that stopped the profiler
-            self.tampering.append(f"the operator profiler was stopped inside kernel_function ({type(e).__name__})")
+            self.tampering.append(f"PyTorch's operator profiler failed to stop ({type(e).__name__})")
             events = []
         top = [e.name for e in events if e.cpu_parent is None]
         if len(top) < 2 or top[0] != "aten::scalar_tensor" or top[-1] != "aten::scalar_tensor":
-            if events or not self.tampering:
-                self.tampering.append("PyTorch's operator recording was switched off inside kernel_function")
+            self.tampering.append("PyTorch's operator profiler was stopped or switched off inside kernel_function")
         self._threads.__exit__()
         self.forbidden = Counter(self.guard.forbidden)
         seen_by_profiler = Counter(n for n in top[1:-1] if n not in ALLOWED_OPS)
@@ -212,9 +221,9 @@ def _marker() -> None:
 
 
 def warm_up() -> None:
-    """Install the tripwires and run the observers once on a tiny CPU call, so that what they import
-    lazily (the profiler imports torch._dynamo, which wraps torch.manual_seed) happens before a
-    snapshot of the harness is taken, and the first real call pays no start-up cost."""
+    """Install the tripwires and run the observers once on a tiny CPU call, so that what they set up
+    lazily happens before a snapshot of the harness is taken, and the first real call pays no start-up
+    cost."""
     install_tripwires()
     with torch.no_grad(), ObservedCall():
         torch.empty(4).zero_()
