@@ -46,10 +46,11 @@ class Case:
     landlock: bool = False  # the expectation needs Landlock
     covered_by: str = ""  # already run on the CPU by another test: skipped here, run by the GPU script
     timeout_s: float = 60.0
+    label: str = ""  # the id's name when the file's stem is not unique
 
     @property
     def id(self) -> str:
-        return f"{self.stage}:{Path(self.kernel).stem}"
+        return f"{self.stage}:{self.label or Path(self.kernel).stem}"
 
     def expected(self, on_gpu: bool) -> Expect | None:
         return (self.gpu or self.expect) if on_gpu else self.expect

@@ -319,7 +319,9 @@ class _SharedPool:
     and copies the kernel must not reach. CPU tensors are shared one by one; no pool is needed."""
 
     def __init__(self, device: str) -> None:
-        self.pool = torch.cuda.MemPool() if device.startswith("cuda") else None
+        self.pool = None
+        if device.startswith("cuda") and hasattr(torch.cuda, "use_mem_pool"):  # torch >= 2.6
+            self.pool = torch.cuda.MemPool()
         self._ctx: Any = None
 
     def __enter__(self) -> None:
