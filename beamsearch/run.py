@@ -80,10 +80,10 @@ def main(argv: list[str] | None = None) -> int:
         fail(str(e))
     out = config.out_dir(Path(problem.problem_path).parent)
     trace = TraceWriter(out)
+    kernel = None if resume else _starting_kernel(config, problem)
     previous = _previous_state(trace, resume, out)
     if previous is not None:  # the run's own options hold; only more rounds or a quieter display may be asked
         config = previous.config.model_copy(update={k: getattr(config, k) for k in given & {"rounds", "quiet"}})
-    kernel = None if previous else _starting_kernel(config, problem)
     if config.replay and not Path(config.replay).is_dir():
         fail(f"--replay {config.replay}: not a folder")
     if config.llm:

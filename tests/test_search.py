@@ -205,11 +205,11 @@ def test_two_node_cluster_places_workers_on_both_nodes(tmp_path, monkeypatch) ->
     [
         (["--problem", "no_such_problem"], "Bundled problems:\n  04_Matrix_vector_multiplication"),
         (["--problem", "43", "--kernel", "/nonexistent/k.py"], "--kernel /nonexistent/k.py: No such file"),
-        (["--problem", "43", "--address", "127.0.0.1:1"], "cannot reach the Ray cluster at 127.0.0.1:1"),
+        (["--problem", "43", "--address", "127.0.0.1:1", "--out", "{tmp}"], "cannot reach the Ray cluster at 127.0.0.1:1"),
         (["--problem", "43", "--device", "cuda", "--out", "{tmp}"], "the Ray cluster has no GPU"),
         (["--problem", "43", "--resume", "--out", "{tmp}"], "no run to resume"),
         (["--problem", "43", "--config", "{tmp}/missing.toml"], "config file"),
-        (["--problem", "43", "--llm", "openai/m", "--api-base", "http://127.0.0.1:9/v1"], "LLM 'openai/m' at http://127.0.0.1:9/v1 is unavailable"),
+        (["--problem", "43", "--llm", "openai/m", "--api-base", "http://127.0.0.1:9/v1", "--out", "{tmp}"], "LLM 'openai/m' at http://127.0.0.1:9/v1 is unavailable"),
     ],
 )
 def test_clear_errors(args: list[str], message: str, tmp_path) -> None:
@@ -232,7 +232,7 @@ def test_an_existing_run_is_not_overwritten(tmp_path) -> None:
     state = BeamState(config=SearchConfig(problem=PROBLEM), problem="p",
                       spec=RunSpec(problem_path=PROBLEM, shapes="small", device="cpu"))  # fmt: skip
     (tmp_path / "state.json").write_text(state.model_dump_json())
-    done = run_cli("--problem", PROBLEM, "--out", str(tmp_path), timeout=120)
+    done = run_cli("--problem", PROBLEM, "--kernel", str(START), "--out", str(tmp_path), timeout=120)
     assert done.returncode == 2 and "already holds a run" in done.stderr and "--resume" in done.stderr
 
 
