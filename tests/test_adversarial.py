@@ -216,7 +216,8 @@ def test_a_forged_result_is_refused_where_nothing_stops_the_forgery(monkeypatch:
 
 
 KA_RMSNORM_CASE = Case(os.path.relpath(KA_RMSNORM, KERNELS), "KernelAgent's RMSNorm input kernel: normalises in place",
-                       "verify", None, gpu=Expect("incorrect", "inputs_unchanged", ("input 0 was modified",)))  # fmt: skip
+                       "verify", None, gpu=Expect("incorrect", "inputs_unchanged", ("input 0 was modified",)),
+                       label="kernelagent_rmsnorm_input")  # fmt: skip
 
 
 @pytest.mark.gpu

@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import resource
 import signal
-import tempfile
 import time
 import traceback
 from collections.abc import Callable
@@ -30,7 +29,7 @@ import torch
 from workers.binding import BindError, bind
 from workers.integrity import BackgroundWork, Snapshot
 from workers.problem_instance import load_kernel_function, select_device_name
-from workers.sandbox import confine, writable_defaults
+from workers.sandbox import confine_job
 from workers.shared_tensors import Channel, ChannelClosed, ProtocolError, decode_value
 from workers.torch_guard import ObservedCall, install_tripwires, warm_up
 
@@ -230,12 +229,7 @@ def _confine_to_work_folder() -> str:
     """Landlock: from here on this process writes only beneath its working folder (the job's work/, its
     temporary files included) and the compiler caches. Not the job folder itself: the result file there
     is the judge's."""
-    work = Path.cwd()
-    tmp = work / "tmp"
-    tmp.mkdir(exist_ok=True)
-    os.environ["TMPDIR"] = str(tmp)
-    tempfile.tempdir = None
-    return confine(writable_defaults(work))
+    return confine_job(Path.cwd())
 
 
 def _structure_problem(outs: list[Any], inputs: list[torch.Tensor]) -> str | None:

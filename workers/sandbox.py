@@ -16,6 +16,7 @@ from __future__ import annotations
 import ctypes
 import os
 import struct
+import tempfile
 from pathlib import Path
 
 _SYS_CREATE_RULESET, _SYS_ADD_RULE, _SYS_RESTRICT_SELF = 444, 445, 446  # the same on x86-64 and arm64
@@ -47,6 +48,16 @@ def writable_defaults(job_folder: Path) -> list[Path]:
     home = Path.home()
     triton_cache = Path(os.environ.get("TRITON_CACHE_DIR", home / ".triton" / "cache"))
     return [job_folder, triton_cache, home / ".triton", home / ".nv", Path("/dev")]
+
+
+def confine_job(work: Path, extra: list[Path] = ()) -> str:
+    """Confine a job's process: temporary files go to ``work``/tmp (Triton's compiler writes its PTX and
+    cubins through ``tempfile``), and writes are allowed beneath ``work``, ``extra`` and the caches."""
+    tmp = work / "tmp"
+    tmp.mkdir(parents=True, exist_ok=True)
+    os.environ["TMPDIR"] = str(tmp)
+    tempfile.tempdir = None  # recomputed from TMPDIR on next use
+    return confine([*writable_defaults(work), *extra])
 
 
 def confine(writable: list[Path]) -> str:

@@ -43,7 +43,7 @@ from workers.problem_instance import (
     reference_output,
     select_device,
 )
-from workers.sandbox import confine, writable_defaults
+from workers.sandbox import confine_job
 
 COMPILE_MODES = {"compile": None, "compile-max-autotune": "max-autotune-no-cudagraphs"}
 NUDGED_PER_TENSOR = 8
@@ -107,10 +107,10 @@ class KernelWatch:
         self.reference = reference_output(ProblemInstance(instance.model, probe), spec)
         del probe
         install_thread_tripwire()
-        folder = Path.cwd().parent  # the job's folder: the result file is written there
+        folder = Path.cwd().parent  # the job's folder: this process writes its result file there
         locks = Path(lock_dir or os.environ.get("BEAMSEARCH_LOCK_DIR", DEFAULT_LOCK_DIR))
         locks.mkdir(parents=True, exist_ok=True)
-        self.sandbox = confine([*writable_defaults(folder), locks])
+        self.sandbox = confine_job(Path.cwd(), [folder, locks])
         self.snapshot = Snapshot.take()
         self.background = BackgroundWork()
         self.threads = ThreadStarts()

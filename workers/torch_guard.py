@@ -206,7 +206,9 @@ class ObservedCall:
         except Exception as e:  # noqa: BLE001 - a kernel that stopped the profiler
             self.tampering.append(f"PyTorch's operator profiler failed to stop ({type(e).__name__})")
             events = []
-        top = [e.name for e in events if e.cpu_parent is None]
+        # Operators only ("namespace::name"): on a GPU the profiler also lists CUDA runtime and driver calls
+        # (cuLaunchKernelEx for every Triton launch, cudaStreamCreate...), which are not PyTorch compute.
+        top = [e.name for e in events if e.cpu_parent is None and "::" in e.name]
         if len(top) < 2 or top[0] != "aten::scalar_tensor" or top[-1] != "aten::scalar_tensor":
             self.tampering.append("PyTorch's operator profiler was stopped or switched off inside kernel_function")
         self._threads.__exit__()
