@@ -38,8 +38,6 @@ except ImportError:
 
 from tests.test_adversarial import CASES, KA_RMSNORM, KA_RMSNORM_CASE, Case, Expect, check, run  # noqa: E402
 
-FULL_SHAPE_CASES = {"time:side_stream", "time:honest_full"}
-
 
 def controls() -> list[Case]:
     """The bundled input kernels (verified) and the corpus's honest kernel (timed): all must pass."""
@@ -53,7 +51,7 @@ def controls() -> list[Case]:
                         label=f"input_kernel_{name[:2]}"))  # fmt: skip
     out.append(Case("adversarial/honest.py", "control: honest kernel, timed", "time", Expect("ok", None, ())))
     out.append(Case("adversarial/honest.py", "control: honest kernel, timed at full shape", "time",
-                    Expect("ok", None, ()), label="honest_full"))
+                    Expect("ok", None, ()), label="honest_full", gpu_shapes="full"))
     return out
 
 
@@ -100,7 +98,7 @@ def main() -> int:
         if case.landlock and landlock_abi() < 1:
             rows.append({**row, "expected": _fmt(want), "got": "-", "match": None, "reason": "skipped: no Landlock"})
             continue
-        shapes = "full" if case.id in FULL_SHAPE_CASES else args.shapes
+        shapes = "full" if case.gpu_shapes == "full" and on_gpu else args.shapes
         started = time.perf_counter()
         try:
             result = run(case, args.device, shapes)

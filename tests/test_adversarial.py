@@ -47,6 +47,7 @@ class Case:
     covered_by: str = ""  # already run on the CPU by another test: skipped here, run by the GPU script
     timeout_s: float = 60.0
     label: str = ""  # the id's name when the file's stem is not unique
+    gpu_shapes: str = "small"  # "full" where the trick only shows at size (work outlasting a 50 us margin)
 
     @property
     def id(self) -> str:
@@ -149,7 +150,7 @@ CASES: list[Case] = [
     Case("adversarial/stale_buffer.py", "skips half the work when inputs look repeated", "time",
          Expect("failed", "output_after_timing", ("wrong answer",))),
     Case("adversarial/side_stream.py", "work on a side stream escapes the call's stream", "time", None,
-         gpu=Expect("failed", "current_stream", ("another stream",))),
+         gpu=Expect("failed", "current_stream", ("another stream",)), gpu_shapes="full"),
 ]
 
 
@@ -213,6 +214,17 @@ def test_a_forged_result_is_refused_where_nothing_stops_the_forgery(monkeypatch:
     case = Case("adversarial/forges_result_kills_judge.py", "", "verify",
                 Expect("crashed", None, ("not written by the harness",)))  # fmt: skip
     assert check(case, run(case, "cpu", "small"), on_gpu=False) is None
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_adversarial_kernel_is_rejected_on_gpu(case: Case) -> None:
+    if case.expected(on_gpu=True) is None:
+        pytest.skip("nothing to catch on a GPU")
+    if case.landlock and landlock_abi() < 1:
+        pytest.skip("needs Landlock, which this kernel lacks")
+    problem = check(case, run(case, "cuda", case.gpu_shapes), on_gpu=True)
+    assert problem is None, problem
 
 
 KA_RMSNORM_CASE = Case(os.path.relpath(KA_RMSNORM, KERNELS), "KernelAgent's RMSNorm input kernel: normalises in place",

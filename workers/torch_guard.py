@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 from torch._C import _get_dispatch_stack_at, _len_torch_dispatch_stack, _pop_torch_dispatch_stack
+from torch.autograd import DeviceType
 from torch.autograd.profiler import profile
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -206,9 +207,11 @@ class ObservedCall:
         except Exception as e:  # noqa: BLE001 - a kernel that stopped the profiler
             self.tampering.append(f"PyTorch's operator profiler failed to stop ({type(e).__name__})")
             events = []
-        # Operators only ("namespace::name"): on a GPU the profiler also lists CUDA runtime and driver calls
-        # (cuLaunchKernelEx for every Triton launch, cudaStreamCreate...), which are not PyTorch compute.
-        top = [e.name for e in events if e.cpu_parent is None and "::" in e.name]
+        # Host-side operators only ("namespace::name"): on a GPU the profiler also lists CUDA runtime and
+        # driver calls (cuLaunchKernelEx for every Triton launch, cudaStreamCreate...) and may list device
+        # kernels; none of them is a PyTorch operator called by the kernel.
+        top = [e.name for e in events
+               if e.cpu_parent is None and "::" in e.name and e.device_type == DeviceType.CPU]  # fmt: skip
         if len(top) < 2 or top[0] != "aten::scalar_tensor" or top[-1] != "aten::scalar_tensor":
             self.tampering.append("PyTorch's operator profiler was stopped or switched off inside kernel_function")
         self._threads.__exit__()

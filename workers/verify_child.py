@@ -118,10 +118,9 @@ def verify(req: VerifyRequest, runner: KernelProcess) -> Verdict:
 class _Kernel:
     """The judge's side of the conversation with the runner: requests in, Failed or replies out."""
 
-    def __init__(self, runner: KernelProcess, checks: Checks) -> None:
+    def __init__(self, runner: KernelProcess) -> None:
         self.runner = runner
-        self.checks = checks
-        self.sandbox = ""
+        self.sandbox = ""  # as the runner reported it, also in an error reply
 
     def request(self, body: dict[str, Any], tensors: list[torch.Tensor] = ()) -> tuple[dict[str, Any], list[torch.Tensor]]:
         if not self.runner.alive():
@@ -144,8 +143,9 @@ class _Kernel:
     def load(self, kernel_path: str, device: str, checks: Checks) -> None:
         try:
             reply, _ = self.request({"op": "load", "kernel_path": kernel_path, "device": device})
-        finally:
+        except Failed:
             checks.sandbox = self.sandbox
+            raise
         checks.sandbox = str(reply.get("sandbox", ""))
         checks.results.append(CheckResult(name="imports", passed=True))
         _check_evidence(reply, checks, "at import")
@@ -177,7 +177,7 @@ def _verify(req: VerifyRequest, checks: Checks, runner: KernelProcess) -> None:
         raise Failed("problem_error", str(e), traceback.format_exc()) from e
     if not Path(req.kernel_path).is_file():
         raise Failed("compile_failed", f"kernel file {req.kernel_path} does not exist")
-    kernel = _Kernel(runner, checks)
+    kernel = _Kernel(runner)
     kernel.load(req.kernel_path, spec.device, checks)
     pool = _SharedPool(spec.device)
     for i, seed in enumerate(req.seeds):
