@@ -175,10 +175,26 @@ def test_llm_run_refines_times_out_and_records_every_exchange(tmp_path) -> None:
 
 
 def _orphans(out: Path) -> list[str]:
-    """Child processes still alive after the run (the hung kernel's would spin forever)."""
+    """Verification children alive after the run that are not this test process's own spares (earlier
+    tests in this process keep pre-started spares): the hung kernel's would spin forever."""
     time.sleep(2)
-    ps = subprocess.run(["ps", "-eo", "pid,stat,time,args"], capture_output=True, text=True).stdout
-    return [line for line in ps.splitlines() if "workers.verify_child" in line]
+    parents: dict[int, int] = {}
+    commands: dict[int, str] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            commands[int(stat.parent.name)] = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (OSError, ValueError):
+            continue
+
+    def mine(pid: int) -> bool:
+        while pid > 1:
+            if pid == os.getpid():
+                return True
+            pid = parents.get(pid, 0)
+        return False
+
+    return [f"{pid} {cmd}" for pid, cmd in commands.items() if "workers.verify_child" in cmd and not mine(pid)]
 
 
 def test_two_node_cluster_places_workers_on_both_nodes(tmp_path, monkeypatch) -> None:
