@@ -98,12 +98,17 @@ def _summary_table(s: Summary) -> Table:
     table.add_column("")
     table.add_column("median ms", justify="right")
     table.add_column("best is", justify="right")
+    on_gpu = s.spec.device.startswith("cuda")
     rows = [(b.label, b.median_ms) for b in s.baselines] + [("input kernel", s.input_ms), ("best kernel", s.best_ms)]
     for label, ms in rows:
-        x = f"{ms / s.best_ms:.2f}x faster" if ms and s.best_ms and label != "best kernel" else ""
+        # Interpreter times mean nothing next to PyTorch's native CPU times: no ratio for those on the CPU.
+        comparable = label == "input kernel" or on_gpu
+        x = f"{ms / s.best_ms:.2f}x faster" if ms and s.best_ms and label != "best kernel" and comparable else ""
         table.add_row(label, f"{ms:.4f}" if ms else "-", x)
-    if s.pct_of_floor is not None:
-        table.caption = f"{s.pct_of_floor:.0f} % of the floor ({s.floor.floor_ms:.4f} ms)" if s.floor else None
+    if not on_gpu:
+        table.caption = "CPU run: kernels ran in Triton's interpreter, so only the ratio to the input kernel means anything"
+    elif s.pct_of_floor is not None and s.floor:
+        table.caption = f"{s.pct_of_floor:.0f} % of the floor ({s.floor.floor_ms:.4f} ms)"
     return table
 
 

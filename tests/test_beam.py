@@ -86,3 +86,25 @@ def test_config_file_json_and_toml(tmp_path) -> None:
     (tmp_path / "bad.json").write_text(json.dumps({"beam_widht": 3}))
     with pytest.raises(ValueError, match="unknown options.*beam_widht"):
         load_config_file(tmp_path / "bad.json")
+
+
+def test_summary_table_gives_no_pytorch_ratio_for_interpreter_times() -> None:
+    from rich.console import Console
+
+    from beamsearch.display import _summary_table
+    from beamsearch.state import Baseline, Summary
+
+    def render(device: str) -> str:
+        spec = RunSpec(problem_path="/p/problem.py", shapes="small", device=device)
+        summary = Summary(problem="p", config=SearchConfig(problem="p"), spec=spec, versions={}, gpu_name="",
+                          baselines=[Baseline(label="eager", target="eager", median_ms=0.05, status="ok")],
+                          input_ms=120.0, rounds=[], best_id="r1-t0", best_ms=40.0, best_round=1,
+                          speedup_vs_input=3.0, speedup_vs_eager=None, speedup_vs_compile=None, pct_of_floor=None,
+                          candidates=2, candidates_ok=2, tokens=0, cost_usd=0.0, wall_s=1.0, gpu_measure_s=0.0)  # fmt: skip
+        console = Console(width=120, record=True)
+        console.print(_summary_table(summary))
+        return console.export_text()
+
+    cpu, gpu = render("cpu"), render("cuda")
+    assert "3.00x faster" in cpu and "0.00x" not in cpu and "interpreter" in cpu
+    assert "0.00x faster" in gpu  # on a GPU the ratio to eager is shown, however bad
