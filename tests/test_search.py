@@ -203,6 +203,7 @@ def test_two_node_cluster_places_workers_on_both_nodes(tmp_path, monkeypatch) ->
 
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
     cluster.add_node(num_cpus=1)
+    cluster.wait_for_nodes()  # both nodes registered before the driver places its workers
     try:
         out = tmp_path / "cluster"
         done = run_cli("--problem", PROBLEM, "--kernel", str(START), "--out", str(out), "--rounds", "1",
