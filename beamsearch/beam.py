@@ -31,14 +31,20 @@ def code_hash(source: str) -> str:
 
 
 def plan_round(state: BeamState, round_: int) -> list[Task]:
-    """Beam entries x directions, in a fixed order, so a resumed round plans the same task ids."""
+    """Beam width x directions tasks, in a fixed order, so a resumed round plans the same task ids.
+
+    While the beam holds fewer parents than its width (round 1 has only the input), the round's tasks are
+    shared out over the parents there are, each taking more directions: every round keeps the
+    fan-out the workers were sized for."""
     config = state.config
     history = state.history[-HISTORY_IN_TASK:]
+    parents = state.beam[: config.beam_width]
+    count, n = config.beam_width * config.directions, len(parents)
     tasks = []
-    for parent in state.beam[: config.beam_width]:
-        for d in range(config.directions):
-            tasks.append(Task(id=f"r{round_}-t{len(tasks)}", round=round_, direction=d, parent=parent, spec=state.spec,
-                              config=config, floor=state.floor, history=history))  # fmt: skip
+    for p, parent in enumerate(parents):
+        for direction in range(count // n + (p < count % n)):
+            tasks.append(Task(id=f"r{round_}-t{len(tasks)}", round=round_, direction=direction, parent=parent,
+                              spec=state.spec, config=config, floor=state.floor, history=history))  # fmt: skip
     return tasks
 
 

@@ -23,7 +23,8 @@ class SearchConfig(Record):
     rounds: int = Field(8, ge=1)
     workers: int = Field(0, ge=0, description="Ray actors; 0: one per GPU (or 2 on the CPU)")
     beam_width: int = Field(2, ge=1, description="kernels kept between rounds; 1 is greedy search")
-    directions: int = Field(2, ge=1, description="tasks per parent per round (bottlenecks, or tuner proposals)")
+    directions: int = Field(2, ge=1, description="tasks per parent per round (bottlenecks, or tuner proposals); a round has beam width x "
+                            "directions tasks, shared out over fewer parents while the beam is short")
     llm: str | None = Field(None, description="litellm model string; none: the offline tuner")
     api_base: str | None = None
     api_key_env: str | None = Field(None, description="env var holding the model's API key; none: litellm's usual ones")

@@ -49,9 +49,28 @@ def controls() -> list[Case]:
         out.append(Case(str(Path(problem.input_kernel_path).resolve()), f"control: {name} input kernel", "verify",
                         Expect("ok", None, ("all checks passed",)), problem=Path(problem.problem_path),
                         label=f"input_kernel_{name[:2]}"))  # fmt: skip
+    out.extend(_optimized_controls())
     out.append(Case("adversarial/honest.py", "control: honest kernel, timed", "time", Expect("ok", None, ())))
     out.append(Case("adversarial/honest.py", "control: honest kernel, timed at full shape", "time",
                     Expect("ok", None, ()), label="honest_full", gpu_shapes="full"))
+    return out
+
+
+def _optimized_controls() -> list[Case]:
+    """Optimized kernels that must pass at full shape: ours (committed in artifacts/) and KernelAgent's
+    published ones (when .ka/<nn>/ holds them; kept out of git)."""
+    from beamsearch.problems import bundled_problem_names, resolve_problem
+
+    out = []
+    for name in bundled_problem_names():
+        problem = resolve_problem(name)
+        kernels = {"ours": ROOT / "artifacts" / name / "optimized_kernel_beam_search.py",
+                   "kernelagent": ROOT / ".ka" / name[:2] / "optimized_kernel_beam_search.py"}  # fmt: skip
+        for who, kernel in kernels.items():
+            if kernel.is_file():
+                out.append(Case(str(kernel.resolve()), f"control: {who} optimized kernel for {name}", "verify",
+                                Expect("ok", None, ("all checks passed",)), problem=Path(problem.problem_path),
+                                label=f"{who}_optimized_{name[:2]}", gpu_shapes="full", timeout_s=300))  # fmt: skip
     return out
 
 

@@ -43,6 +43,15 @@ def test_plan_is_beam_times_directions_with_stable_ids() -> None:
     assert [t.id for t in plan_round(state, 4)] == [t.id for t in tasks]
 
 
+def test_a_short_beam_shares_the_rounds_tasks_out_over_the_parents_it_has() -> None:
+    one = plan_round(_state([_entry("input", 1.0)], beam_width=4, directions=2), 1)
+    assert [(t.parent.id, t.direction) for t in one] == [("input", d) for d in range(8)]
+    state = _state([_entry("a", 1.0), _entry("b", 2.0, SOURCE + "\n#b"), _entry("c", 3.0, SOURCE + "\n#c")],
+                   beam_width=4, directions=2)  # fmt: skip
+    assert [(t.parent.id, t.direction) for t in plan_round(state, 2)] == [
+        ("a", 0), ("a", 1), ("a", 2), ("b", 0), ("b", 1), ("b", 2), ("c", 0), ("c", 1)]
+
+
 def _result(id_: str, ms: float | None, source: str, status: str = "ok") -> TaskResult:
     from beamsearch.schema import Timing
 

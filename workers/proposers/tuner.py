@@ -32,7 +32,6 @@ from beamsearch.schema import Attempt, Diagnosis, Kernel
 KnobKind = Literal["block", "warps", "stages", "grid"]
 TRITON_DEFAULTS = {"num_warps": 4, "num_stages": 3}
 LIMITS = {"block": (1, 8192), "warps": (1, 16), "stages": (1, 6), "grid": (0, 1)}
-# Multipliers per knob kind for each bottleneck; stages move by +-1.
 # Multipliers per knob kind for each bottleneck; stages move by +-1; the grid knob goes 0 -> 1 (swapped).
 MOVES: dict[str, dict[KnobKind, list[float]]] = {
     "memory": {"block": [2, 4], "warps": [2], "stages": [+1], "grid": [+1]},
