@@ -112,7 +112,12 @@ class Timing(Record):
     n: int
     warmup_n: int
     device_end_n: int = Field(0, description="repetitions timed to the device-wide end: the call left work "
-                                             "on another stream, or the host woke late from the sync")
+                                             "on another stream")
+    device_gap_ms: float | None = Field(None, description="GPU: median time from the call's stream end to the "
+                                                          "device-wide end (the host waking from its sync)")
+    sync_margin_ms: float | None = Field(None, description="GPU: the largest such gap for a call of the same "
+                                                           "length on one stream, measured; escapes are judged "
+                                                           "above it")
     method: str
     device_name: str
     on_gpu: bool

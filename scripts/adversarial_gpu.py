@@ -154,6 +154,8 @@ def _timing_note(result: object) -> str:
     if t is None:
         return ""
     note = f"median {t.median_ms:.4g} ms, n {t.n}, device end {t.device_end_n}"
+    if t.device_gap_ms is not None:
+        note += f" (gap {t.device_gap_ms:.3g} ms, margin {t.sync_margin_ms:.3g} ms)"
     if t.host_batch_ms is not None:
         note += f", host batch {t.host_batch_ms:.4g} ms, enqueue {t.host_enqueue_ms:.4g} ms"
     return note

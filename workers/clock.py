@@ -4,9 +4,11 @@ GPU, per repetition (shaped like ``triton.testing.do_bench``): zero a 256 MB buf
 a short spin kernel so the GPU is still busy while the host enqueues the call (host launch overhead
 stays off the clock, as in do_bench's pipelined loop), record a start event, call, record an end event
 on the stream, then synchronise the *whole device* and record a second end event. If the device-wide
-end is later than the stream's end by more than ``ESCAPE_MS`` (the sync's own latency is ~10 us), the
+end is later than the stream's end by more than the host's own wake-up latency and ``ESCAPE_MS``, the
 call left work on another stream and the device-wide time is used, so such work cannot escape the
-clock. Warm-up and repetition counts come from time budgets and a first estimate. CPU: a host clock per call; these are Triton-interpreter or CPU-eager times, labelled
+clock. The margin is measured, not assumed: how late the host wakes from a long sync varies (over
+50 us for 3 ms calls on an H100), so the gap is first taken for a spin kernel on the call's own stream
+that lasts as long as the call, and only a gap beyond that plus ``ESCAPE_MS`` counts. Warm-up and repetition counts come from time budgets and a first estimate. CPU: a host clock per call; these are Triton-interpreter or CPU-eager times, labelled
 as such and never to be compared with GPU times.
 
 Between repetitions, off the clock, ``between_reps`` may change the inputs (the timing child changes a
@@ -40,6 +42,7 @@ L2_FLUSH_BYTES = 256 * 1024 * 1024
 HIDE_LAUNCH_CYCLES = 400_000  # ~200 us at H100/H200 boost clocks: longer than a Triton launch from Python
 ESCAPE_MS = 0.05
 ESTIMATE_REPS = 5
+MARGIN_REPS = 5
 HOST_BATCH_MS = 50.0  # each cross-check batch runs about this long
 HOST_BATCHES = 3  # the fastest batch counts: the host clock only ever adds time
 CLOCK_REL_TOL = 0.5
@@ -71,16 +74,18 @@ def measure(
     else:
         device_name = "cpu"
     estimate = statistics.median(once(fn)[0] for _ in range(ESTIMATE_REPS if on_gpu else 1))
+    margin_ms = _sync_margin_ms(once, torch.device(device), estimate) if on_gpu else 0.0
     n_warmup = _clamp(warmup_ms / max(estimate, 1e-3), 1, max_reps) if on_gpu else 0
     # Interpreter calls take up to seconds each: a handful is enough to label a CPU time.
     n_rep = _clamp(rep_ms / max(estimate, 1e-3), min_reps if on_gpu else min(min_reps, 3), max_reps)
     for _ in range(n_warmup):
         fn()
     reps = [once(fn) for _ in range(n_rep)]
-    times = [ms for ms, _, _ in reps]
+    escaped = [gap > margin_ms + ESCAPE_MS for _, _, gap, _ in reps]
+    times = [device_ms if out else stream_ms for (stream_ms, device_ms, _, _), out in zip(reps, escaped, strict=True)]
     host_batch_ms = host_enqueue_ms = None
     if on_gpu:
-        host_enqueue_ms = statistics.median(enqueue for _, _, enqueue in reps)
+        host_enqueue_ms = statistics.median(enqueue for *_, enqueue in reps)
         host_batch_ms = _host_batch_ms(fn, torch.device(device), statistics.median(times))
     return Timing(
         median_ms=statistics.median(times),
@@ -88,7 +93,9 @@ def measure(
         std_ms=statistics.pstdev(times),
         min_ms=min(times),
         n=len(times),
-        device_end_n=sum(escaped for _, escaped, _ in reps),
+        device_end_n=sum(escaped),
+        device_gap_ms=statistics.median(gap for _, _, gap, _ in reps) if on_gpu else None,
+        sync_margin_ms=margin_ms if on_gpu else None,
         warmup_n=n_warmup,
         method=GPU_METHOD if on_gpu else CPU_METHOD,
         device_name=device_name,
@@ -124,10 +131,13 @@ def clock_disagreement(
     )
 
 
-def _cuda_rep(device: torch.device, prepare: Callable[[], None]) -> Callable[[Callable[[], Any]], tuple[float, bool, float]]:
+Rep = tuple[float, float, float, float]  # stream ms, device-wide ms, their gap, host enqueue ms
+
+
+def _cuda_rep(device: torch.device, prepare: Callable[[], None]) -> Callable[[Callable[[], Any]], Rep]:
     flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device=device)
 
-    def once(fn: Callable[[], Any]) -> tuple[float, bool, float]:
+    def once(fn: Callable[[], Any]) -> Rep:
         start, end_stream, end_device = (_Event(enable_timing=True) for _ in range(3))
         _synchronize(device)
         prepare()
@@ -142,10 +152,22 @@ def _cuda_rep(device: torch.device, prepare: Callable[[], None]) -> Callable[[Ca
         end_device.record()
         end_device.synchronize()
         stream_ms, device_ms = start.elapsed_time(end_stream), start.elapsed_time(end_device)
-        escaped = device_ms - stream_ms > ESCAPE_MS
-        return (device_ms if escaped else stream_ms), escaped, enqueue_ms
+        return stream_ms, device_ms, device_ms - stream_ms, enqueue_ms
 
     return once
+
+
+def _sync_margin_ms(once: Callable[[Callable[[], Any]], Rep], device: torch.device, call_ms: float) -> float:
+    """The largest stream-to-device-wide gap for a spin kernel as long as the call, on the call's own
+    stream: what the host's wake-up from the sync adds when nothing escapes."""
+    start, end = _Event(enable_timing=True), _Event(enable_timing=True)
+    _synchronize(device)
+    start.record()
+    _sleep(HIDE_LAUNCH_CYCLES)
+    end.record()
+    end.synchronize()
+    cycles = int(HIDE_LAUNCH_CYCLES * call_ms / max(start.elapsed_time(end), 1e-3))
+    return max(once(lambda: _sleep(max(cycles, 1)))[2] for _ in range(MARGIN_REPS))
 
 
 def _host_batch_ms(fn: Callable[[], Any], device: torch.device, per_call_ms: float) -> float:
@@ -162,13 +184,13 @@ def _host_batch_ms(fn: Callable[[], Any], device: torch.device, per_call_ms: flo
     return best
 
 
-def _cpu_rep(prepare: Callable[[], None]) -> Callable[[Callable[[], Any]], tuple[float, bool, float]]:
-    def once(fn: Callable[[], Any]) -> tuple[float, bool, float]:
+def _cpu_rep(prepare: Callable[[], None]) -> Callable[[Callable[[], Any]], Rep]:
+    def once(fn: Callable[[], Any]) -> Rep:
         prepare()
         start = _perf_counter()
         fn()
         ms = (_perf_counter() - start) * 1e3
-        return ms, False, ms
+        return ms, ms, 0.0, ms
 
     return once
 

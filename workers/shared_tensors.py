@@ -25,6 +25,7 @@ from typing import Any
 
 import torch
 
+_synchronize = torch.cuda.synchronize  # taken before any kernel is imported
 MAX_MESSAGE_BYTES = 1 << 20  # JSON only (tracebacks are cut short); tensors travel as handles
 MAX_FDS = 64
 
@@ -66,7 +67,13 @@ class Channel:
         self.sock.close()
 
     def send(self, body: dict[str, Any], tensors: list[torch.Tensor] | tuple[torch.Tensor, ...] = ()) -> None:
-        """Send ``body`` (JSON-able) with ``tensors`` shared, in order."""
+        """Send ``body`` (JSON-able) with ``tensors`` shared, in order.
+
+        GPU writes still queued on this side are finished first: the other process works on its own
+        streams, which nothing orders after ours (a judge's in-place change to a multi-GB input was seen
+        only after the kernel had read the old values)."""
+        for device in {t.device for t in tensors if t.is_cuda}:
+            _synchronize(device)
         metas, fds = [], []
         for t in tensors:
             meta, fd = _share(t)

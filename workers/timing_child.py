@@ -166,7 +166,9 @@ class KernelWatch:
         self.record("clocks_agree", why is None, why or "")
         self.record("current_stream", timing.device_end_n * 2 <= timing.n,
                     f"{timing.device_end_n} of {timing.n} repetitions ended on another stream after the call's "
-                    "own stream: kernel_function left its work unordered with the caller's stream")  # fmt: skip
+                    f"own stream (median gap {timing.device_gap_ms or 0:.3g} ms; a call of the same length on "
+                    f"one stream: at most {timing.sync_margin_ms or 0:.3g} ms): kernel_function left its work "
+                    "unordered with the caller's stream")  # fmt: skip
 
 
 def time_in_child(req: TimingRequest) -> TimingResult:
