@@ -25,7 +25,9 @@ from typing import Any
 
 import torch
 
-_synchronize = torch.cuda.synchronize  # taken before any kernel is imported
+# Taken before any kernel is imported.
+_synchronize, _cuda_initialized, _current_device = (torch.cuda.synchronize, torch.cuda.is_initialized,
+                                                    torch.cuda.current_device)  # fmt: skip
 MAX_MESSAGE_BYTES = 1 << 20  # JSON only (tracebacks are cut short); tensors travel as handles
 MAX_FDS = 64
 
@@ -71,9 +73,11 @@ class Channel:
 
         GPU writes still queued on this side are finished first: the other process works on its own
         streams, which nothing orders after ours (a judge's in-place change to a multi-GB input was seen
-        only after the kernel had read the old values)."""
-        for device in {t.device for t in tensors if t.is_cuda}:
-            _synchronize(device)
+        only after the kernel had read the old values). That holds for tensors shared earlier too, so
+        the current device is finished even when nothing new is shared."""
+        if _cuda_initialized():
+            for device in {t.device for t in tensors if t.is_cuda} | {_current_device()}:
+                _synchronize(device)
         metas, fds = [], []
         for t in tensors:
             meta, fd = _share(t)
