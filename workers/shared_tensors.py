@@ -76,8 +76,11 @@ class Channel:
         only after the kernel had read the old values). That holds for tensors shared earlier too, so
         the current device is finished even when nothing new is shared."""
         if _cuda_initialized():
-            for device in {t.device for t in tensors if t.is_cuda} | {_current_device()}:
-                _synchronize(device)
+            try:
+                for device in {t.device for t in tensors if t.is_cuda} | {_current_device()}:
+                    _synchronize(device)
+            except RuntimeError:
+                pass  # a faulted context (illegal address): the message still goes, it says what happened
         metas, fds = [], []
         for t in tensors:
             meta, fd = _share(t)
