@@ -55,6 +55,8 @@ class VerifyRequest(Record):
     kernel_path: str
     seeds: list[int] = [0, 1, 2]
     tolerance: Tolerance
+    exclusive: bool = Field(False, description="hold the GPU's measurement lock throughout (no timing or "
+                                               "profiling beside it): the retry after running out of memory")
 
 
 class CheckResult(Record):
@@ -97,6 +99,8 @@ class Verdict(Record):
     nudge_seed: int | None = Field(None, description="seed of the random places changed for the small-change "
                                                      "call (drawn per verification, so no kernel can foresee it)")
     sandbox: str = Field("", description="how the kernel's process was confined (Landlock), or why it was not")
+    retried_alone: bool = Field(False, description="a first verification ran out of GPU memory beside other "
+                                                   "work; this is the second, with the GPU to itself")
 
 
 TimingStatus = Literal["ok", "failed", "timeout", "crashed"]
@@ -137,6 +141,8 @@ class TimingRequest(Record):
     min_reps: int = 10
     max_reps: int = 1000
     lock_dir: str = ""
+    exclusive: bool = Field(False, description="take the GPU lock before building anything, not only for the "
+                                               "timed calls: the retry after running out of memory")
 
 
 class TimingResult(Record):

@@ -43,8 +43,9 @@ def gpu_lock(device: str, lock_dir: str = "") -> Iterator[float]:
 
 
 @contextlib.contextmanager
-def gpu_slot(device: str, purpose: str, slots: int, lock_dir: str = "") -> Iterator[float]:
-    """Hold one of ``slots`` places for ``purpose`` on this worker's GPU; yields the seconds waited.
+def gpu_slot(device: str, purpose: str, slots: int, lock_dir: str = "", every: bool = False) -> Iterator[float]:
+    """Hold one of ``slots`` places for ``purpose`` on this worker's GPU (``every``: all of them);
+    yields the seconds waited.
 
     A memory budget: at most ``slots`` verifications at once on one GPU, whatever the number of
     workers sharing it. Keyed by host and the physical GPU index Ray (or the user) made visible, so
@@ -58,6 +59,12 @@ def gpu_slot(device: str, purpose: str, slots: int, lock_dir: str = "") -> Itera
     visible = os.environ.get("CUDA_VISIBLE_DEVICES", "all").replace(",", "_") or "none"
     locks = [FileLock(str(folder / f"{purpose}-{socket.gethostname()}-gpu{visible}-{i}.lock")) for i in range(slots)]
     start = time.perf_counter()
+    if every:  # in index order, blocking: two such holders cannot deadlock, single holders only try
+        with contextlib.ExitStack() as held:
+            for lock in locks:
+                held.enter_context(lock)
+            yield time.perf_counter() - start
+        return
     while True:
         for lock in locks:
             try:

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from beamsearch.config import SearchConfig
-from beamsearch.schema import Diagnosis, Floor, Kernel, Profile, Roofline, RunSpec, TimingResult
+from beamsearch.schema import Diagnosis, Floor, Kernel, Profile, Roofline, RunSpec, TimingResult, Verdict
 from beamsearch.state import Baseline, BeamEntry, FinalTiming, Task, TaskResult, VerifyTry
 from profiling.ncu import profile_kernel
 from profiling.roofline import classify
@@ -71,6 +71,34 @@ def task_seeds(task_id: str, base: int) -> list[int]:
     return [start, start + 1, start + 2]
 
 
+def ran_out_of_gpu_memory(reason: str) -> bool:
+    return "CUDA out of memory" in reason or "OutOfMemoryError" in reason
+
+
+def verify_candidate(spec: RunSpec, path: str, seeds: list[int], slots: int) -> Verdict:
+    """Verify under one of the GPU's verification slots. A verification that ran out of GPU memory beside
+    other workers' verifications, timings and profiles is run once more with the GPU to itself (every
+    slot, and the measurement lock inside the child), so memory pressure is not held against the kernel;
+    a kernel that needs more memory than the GPU has fails the second time too."""
+    with gpu_slot(spec.device, "verify", slots):
+        verdict = verify_kernel(spec, path, seeds=seeds)
+    if verdict.passed or not spec.device.startswith("cuda") or not ran_out_of_gpu_memory(verdict.reason):
+        return verdict
+    with gpu_slot(spec.device, "verify", slots, every=True):
+        again = verify_kernel(spec, path, seeds=seeds, exclusive=True)
+    return again.model_copy(update={"retried_alone": True})
+
+
+def time_candidate(spec: RunSpec, path: str, seed: int, slots: int) -> TimingResult:
+    """Time a verified kernel; one that ran out of GPU memory while others held theirs (timing children
+    build their inputs before queueing for the lock) is timed again with the GPU to itself."""
+    timing = time_target(spec, path, seed=seed)
+    if timing.status == "ok" or not spec.device.startswith("cuda") or not ran_out_of_gpu_memory(timing.reason):
+        return timing
+    with gpu_slot(spec.device, "verify", slots, every=True):
+        return time_target(spec, path, seed=seed, exclusive=True)
+
+
 def run_task(task: Task, ctx: WorkerContext) -> TaskResult:
     stages = Stages()
     config, spec, parent = task.config, task.spec, task.parent
@@ -93,9 +121,8 @@ def run_task(task: Task, ctx: WorkerContext) -> TaskResult:
     tries: list[VerifyTry] = []
     while True:
         path = ctx.kernel_file(f"{task.id}-v{len(tries)}", kernel)
-        with gpu_slot(spec.device, "verify", config.verify_per_gpu):
-            with stages("verify"):
-                verdict = verify_kernel(spec, path, seeds=seeds)
+        with stages("verify"):
+            verdict = verify_candidate(spec, path, seeds, config.verify_per_gpu)
         tries.append(VerifyTry(kernel=kernel, verdict=verdict))
         if verdict.passed or llm is None or len(tries) > config.refine_tries:
             break
@@ -113,7 +140,7 @@ def run_task(task: Task, ctx: WorkerContext) -> TaskResult:
                                 reflection=reflection, exchanges=_exchanges(llm), **common), stages)  # fmt: skip
 
     with stages("time"):
-        timing = time_target(spec, path, seed=seeds[0])
+        timing = time_candidate(spec, path, seeds[0], config.verify_per_gpu)
     gpu_s = _held_s(timing)
     ms = timing.timing.median_ms if timing.timing else None
     if ms is None:
@@ -147,12 +174,12 @@ def measure_input(task: Task, ctx: WorkerContext) -> TaskResult:
     path = ctx.kernel_file(task.id, kernel)
     seeds = task_seeds(task.id, task.config.seed)
     with stages("verify"):
-        verdict = verify_kernel(spec, path, seeds=seeds)
+        verdict = verify_candidate(spec, path, seeds, task.config.verify_per_gpu)
     tries = [VerifyTry(kernel=kernel, verdict=verdict)]
     if not verdict.passed:
         return _done(TaskResult(status="rejected", reason=f"{verdict.status}: {verdict.reason}", tries=tries, **common), stages)
     with stages("time"):
-        timing = time_target(spec, path, seed=seeds[0])
+        timing = time_candidate(spec, path, seeds[0], task.config.verify_per_gpu)
     if timing.timing is None:
         return _done(TaskResult(status="not_timed", reason=f"timing {timing.status}: {timing.reason}", tries=tries,
                                 timing=timing, **common), stages)  # fmt: skip

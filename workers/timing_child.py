@@ -172,6 +172,11 @@ class KernelWatch:
 
 
 def time_in_child(req: TimingRequest) -> TimingResult:
+    with contextlib.ExitStack() as alone:  # the exclusive retry's lock, held to the end
+        return _time_in_child(req, alone)
+
+
+def _time_in_child(req: TimingRequest, alone: contextlib.ExitStack) -> TimingResult:
     start = time.perf_counter()
     spec = req.spec
     seed = nudge_seed()
@@ -182,6 +187,8 @@ def time_in_child(req: TimingRequest) -> TimingResult:
         if spec.device.startswith("cuda") and not torch.cuda.is_available():
             raise RuntimeError(f"device {spec.device} asked for, but no CUDA GPU is visible")
         select_device(spec)
+        if req.exclusive:
+            waited_s = alone.enter_context(gpu_lock(spec.device, req.lock_dir))
         instance = instantiate(load_problem_module(spec), spec, req.seed)
         with torch.no_grad():
             if req.target != "eager" and req.target not in COMPILE_MODES:
@@ -196,7 +203,8 @@ def time_in_child(req: TimingRequest) -> TimingResult:
             if watch is not None:
                 watch.check_process("first call")
             nudger = InputNudger(instance.inputs, seed)
-            with gpu_lock(spec.device, req.lock_dir) as waited_s:
+            with contextlib.nullcontext(0.0) if req.exclusive else gpu_lock(spec.device, req.lock_dir) as waited:
+                waited_s += waited
                 with watch.threads if watch is not None else contextlib.nullcontext():
                     timing = measure(
                         fn, spec.device, dtype=spec.dtype, shapes=spec.shapes, warmup_ms=req.warmup_ms,

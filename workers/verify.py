@@ -20,6 +20,7 @@ def verify_kernel(
     seeds: list[int] | None = None,
     tolerance: Tolerance | None = None,
     timeout_s: float = DEFAULT_VERIFY_TIMEOUT_S,
+    exclusive: bool = False,
 ) -> Verdict:
     """Run every check on ``kernel_path`` in a child process and return the verdict.
 
@@ -34,6 +35,7 @@ def verify_kernel(
         kernel_path=kernel_path,
         seeds=seeds,
         tolerance=tolerance or DEFAULT_TOLERANCES[spec.dtype],
+        exclusive=exclusive,
     )
     run = run_child("workers.verify_child", request, timeout_s, spec.device)
     common = dict(kernel_path=kernel_path, seeds=request.seeds, spec=spec, tolerance=request.tolerance,

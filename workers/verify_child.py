@@ -33,6 +33,7 @@ from beamsearch.schema import CheckResult, RunSpec, Verdict, VerifyRequest
 from workers.binding import model_values
 from workers.child_process import TAIL_CHARS, serve
 from workers.compare import compare
+from workers.gpu_lock import gpu_lock
 from workers.kernel_runner import KernelProcess, KernelProcessDied
 from workers.problem_instance import (
     TORCH_DTYPES,
@@ -87,7 +88,8 @@ def verify(req: VerifyRequest, runner: KernelProcess) -> Verdict:
     checks = Checks()
     status, reason, tb = "ok", "all checks passed", ""
     try:
-        _verify(req, checks, runner)
+        with gpu_lock(req.spec.device) if req.exclusive else contextlib.nullcontext():
+            _verify(req, checks, runner)
     except Failed as f:
         status, reason, tb = f.status, f.reason, f.tb
     except Exception as e:  # the harness's own steps (inputs, copies, references) failed, e.g. out of memory
