@@ -63,7 +63,7 @@ class WorkerPool:
                            name=None)  # fmt: skip
             if on_gpu:
                 options["num_gpus"] = share
-            return RemoteSearchWorker.options(**options).remote(name)
+            return RemoteSearchWorker.options(**options).remote(name, on_gpu)
 
         workers = [Worker(f"w{i}", make(f"w{i}")) for i in range(count)]
         pool = cls(workers=workers, gpu_share=share, on_gpu=on_gpu, make=make)

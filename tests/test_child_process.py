@@ -32,6 +32,18 @@ def test_each_job_gets_a_fresh_process_and_a_spare_waits(scale_spec: RunSpec) ->
     assert not child_process._spares
 
 
+def test_spares_started_ahead_serve_the_first_jobs(scale_spec: RunSpec) -> None:
+    child_process._kill_spares()
+    child_process.start_spares(["workers.verify_child", "workers.timing_child"], "cpu")
+    spares = {m: spare_of(m) for m in ("workers.verify_child", "workers.timing_child")}
+    child_process.start_spares(["workers.verify_child"], "cpu")  # one is there: no second
+    assert spare_of("workers.verify_child") is spares["workers.verify_child"]
+    assert verify_kernel(scale_spec, str(KERNELS / "good.py")).passed
+    assert spares["workers.verify_child"].proc.poll() == 0  # the first job ran in it
+    assert spares["workers.timing_child"].proc.poll() is None  # still waiting for its job
+    child_process._kill_spares()
+
+
 def kernel_doing(tmp_path, body: str):
     """good.py, plus ``body`` run at import time inside the child."""
     source = (KERNELS / "good.py").read_text().replace("os.path.dirname(os.path.abspath(__file__))", repr(str(KERNELS)))

@@ -17,11 +17,13 @@ import ray
 from beamsearch.schema import RunSpec
 from beamsearch.state import Baseline, BeamEntry, FinalTiming, Task, TaskResult
 from workers import task as task_fns
+from workers.child_process import start_spares
 
 
 class SearchWorker:
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, on_gpu: bool = False) -> None:
         self.ctx = task_fns.WorkerContext(name)
+        start_spares(["workers.verify_child", "workers.timing_child"], "cuda" if on_gpu else "cpu")
 
     def where(self) -> str:
         gpus = os.environ.get("CUDA_VISIBLE_DEVICES", "")

@@ -136,6 +136,20 @@ def spare_key(module: str, env: dict[str, str]) -> tuple[str, int]:
     return module, hash(frozenset(env.items()))
 
 
+def start_spares(modules: list[str], device: str) -> None:
+    """Start a spare for each module now, so a new worker's first jobs find one warm (a cold start,
+    importing torch, costs seconds in every stage of a worker's first task)."""
+    env = child_env(device)
+    with _spares_lock:
+        for module in modules:
+            key = spare_key(module, env)
+            if key not in _spares:
+                try:
+                    _spares[key] = _spawn(module, env)
+                except OSError as e:
+                    log.warning("could not start a spare child: %s", e)
+
+
 def run_child(module: str, request: BaseModel, timeout_s: float, device: str) -> ChildRun:
     """Run ``module``'s ``serve`` on ``request`` in a fresh process; never raises for what the child does.
 
