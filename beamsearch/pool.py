@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import ray
-from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
+from ray.exceptions import ActorUnavailableError, GetTimeoutError, RayActorError, RayTaskError
 
 from beamsearch.state import Task, TaskResult
 from workers.actor import RemoteSearchWorker
@@ -72,8 +72,14 @@ class WorkerPool:
         return pool
 
     def call(self, method: str, *args: object, timeout_s: float = 3600.0) -> object:
-        """One call on the first worker, for the run's set-up steps (baselines, floor, final re-timing)."""
-        return ray.get(getattr(self.workers[0].handle, method).remote(*args), timeout=timeout_s)
+        """One call on the first worker, for the run's set-up steps (baselines, floor, final re-timing).
+        A worker still restarting (after a timed-out task) is waited for, and the call made again."""
+        worker = self.workers[0]
+        try:
+            return ray.get(getattr(worker.handle, method).remote(*args), timeout=timeout_s)
+        except ActorUnavailableError:
+            self._wait_until_back(worker)
+            return ray.get(getattr(worker.handle, method).remote(*args), timeout=timeout_s)
 
     def run(self, tasks: list[Task], timeout_s: float, method: str = "run",
             notify: Callable[..., None] = lambda kind, **data: None) -> Iterator[TaskResult]:  # fmt: skip
@@ -98,7 +104,7 @@ class WorkerPool:
                     log.warning("worker %s died during %s: %s", job.worker.name, job.task.id, e)
                     notify("worker_lost", worker=job.worker.name, task=job.task.id, retried=job.attempt == 0,
                            error=_first_line(e))  # fmt: skip
-                    self._replace_if_dead(job.worker)
+                    self._wait_until_back(job.worker)
                     if job.attempt == 0:
                         queue.appendleft((job.task, 1))
                     else:
@@ -119,6 +125,7 @@ class WorkerPool:
                     notify("task_timeout", worker=job.worker.name, task=job.task.id, timeout_s=timeout_s)
                     self._stop_children(job.worker)
                     ray.kill(job.worker.handle, no_restart=False)
+                    self._wait_until_back(job.worker)
                     idle.append(job.worker)
                     yield failed(job.task, f"task timed out after {timeout_s:.0f} s; its worker was restarted")
 
@@ -128,12 +135,22 @@ class WorkerPool:
         except (RayActorError, RayTaskError, GetTimeoutError) as e:
             log.warning("could not stop %s's child processes: %s", worker.name, _first_line(e))
 
-    def _replace_if_dead(self, worker: Worker) -> None:
-        try:
-            worker.where = ray.get(worker.handle.where.remote(), timeout=300)
-        except RayActorError:
-            log.warning("worker %s is gone for good: starting a new one", worker.name)
-            worker.handle = self.make(worker.name)
+    def _wait_until_back(self, worker: Worker, timeout_s: float = 300.0) -> None:
+        """Wait for Ray to restart ``worker``; one that is gone for good is replaced by a new actor."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                worker.where = ray.get(worker.handle.where.remote(), timeout=timeout_s)
+                return
+            except ActorUnavailableError:  # restarting: not yet back
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(0.5)
+            except (RayActorError, GetTimeoutError):
+                break
+        log.warning("worker %s is gone for good: starting a new one", worker.name)
+        ray.kill(worker.handle, no_restart=True)
+        worker.handle = self.make(worker.name)
 
     def shutdown(self) -> None:
         for w in self.workers:

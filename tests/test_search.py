@@ -108,7 +108,7 @@ def test_tuner_run_survives_a_killed_worker_and_a_killed_driver(tmp_path) -> Non
     lost = [e for e in events if e["event"] == "worker_lost"]
     assert lost and lost[0]["retried"], events
     round1 = [e for e in events if e["event"] == "candidate" and e["id"].startswith("r1-")]
-    assert len(round1) == 2 and all(e["status"] != "failed" for e in round1), round1
+    assert len(round1) == 4 and all(e["status"] != "failed" for e in round1), round1  # 2 x 2, from the input
 
     state = BeamState.model_validate_json((out / "state.json").read_text())
     assert state.round == 1
@@ -155,8 +155,8 @@ def test_llm_run_refines_times_out_and_records_every_exchange(tmp_path) -> None:
     out = tmp_path / "llm"
     with ScriptedLLMServer(default=Respond(_llm_replies)) as server:
         done = run_cli("--problem", PROBLEM, "--kernel", str(START), "--out", str(out), "--rounds", "1", "--workers", "2",
-                       "--llm", "openai/test-model", "--api-base", server.api_base, "--task-timeout", "45",
-                       "--refine-tries", "1", "--quiet", timeout=400)  # fmt: skip
+                       "--beam-width", "1", "--llm", "openai/test-model", "--api-base", server.api_base,
+                       "--task-timeout", "45", "--refine-tries", "1", "--quiet", timeout=400)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     summary, candidates = check_trace(out, rounds=1)
     good, bad = candidates["r1-t0"], candidates["r1-t1"]
@@ -286,7 +286,7 @@ def test_full_disk_and_a_garbage_model_lose_nothing(tmp_path, monkeypatch, capsy
     config = tmp_path / "run.toml"
     out = tmp_path / "full"
     with ScriptedLLMServer(default=Respond(_bad_model)) as server:
-        config.write_text(f'problem = "{PROBLEM}"\nkernel = "{START}"\nout = "{out}"\nrounds = 2\nworkers = 2\n'
+        config.write_text(f'problem = "{PROBLEM}"\nkernel = "{START}"\nout = "{out}"\nrounds = 2\nworkers = 2\nbeam_width = 1\n'
                           f'llm = "openai/test-model"\napi_base = "{server.api_base}"\nllm_timeout_s = 2.0\nquiet = true\n')  # fmt: skip
         with pytest.raises(SystemExit) as stopped:
             run.main(["--config", str(config)])

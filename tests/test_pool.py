@@ -1,0 +1,38 @@
+"""The worker pool against a real local Ray: a worker that is restarting (after a timed-out task) is
+waited for, not taken for dead, and a set-up call made while it restarts still gets its answer."""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+
+import pytest
+import ray
+
+from beamsearch.pool import WorkerPool
+
+
+@pytest.fixture
+def local_ray(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    with tempfile.TemporaryDirectory(prefix="bsray-", dir="/tmp") as tmp:
+        ray.init(_temp_dir=tmp, _node_ip_address="127.0.0.1", include_dashboard=False, num_cpus=1,
+                 logging_level=logging.WARNING, log_to_driver=False)  # fmt: skip
+        try:
+            yield
+        finally:
+            ray.shutdown()
+
+
+def test_a_call_made_while_the_worker_restarts_is_answered(local_ray) -> None:
+    pool = WorkerPool.start(1, 0)
+    try:
+        worker = pool.workers[0]
+        before = worker.where
+        ray.kill(worker.handle, no_restart=False)  # what a task timeout does
+        assert "torch" in pool.call("versions", "cpu")
+        pool._wait_until_back(worker)
+        assert worker.where != before  # a new process (its pid is in the name), same actor
+        assert pool.workers[0].handle is worker.handle
+    finally:
+        pool.shutdown()
