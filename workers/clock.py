@@ -8,8 +8,9 @@ end is later than the stream's end by more than the host's own wake-up latency a
 call left work on another stream and the device-wide time is used, so such work cannot escape the
 clock. The margin is measured, not assumed: how late the host wakes from a long sync varies (over
 50 us for 3 ms calls on an H100), so the gap is first taken for a spin kernel on the call's own stream
-that lasts as long as the call, and only a gap beyond that plus ``ESCAPE_MS`` counts. Warm-up and repetition counts come from time budgets and a first estimate. CPU: a host clock per call; these are Triton-interpreter or CPU-eager times, labelled
-as such and never to be compared with GPU times.
+that lasts as long as the call, and only a gap beyond that plus ``ESCAPE_MS`` counts. Warm-up and
+repetition counts come from time budgets and a first estimate. CPU: a host clock per call; these are
+Triton-interpreter or CPU-eager times, labelled as such and never to be compared with GPU times.
 
 Between repetitions, off the clock, ``between_reps`` may change the inputs (the timing child changes a
 few elements each time, so no two timed calls see the same input and a cache of answers never hits).
