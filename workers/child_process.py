@@ -142,12 +142,16 @@ def start_spares(modules: list[str], device: str) -> None:
     env = child_env(device)
     with _spares_lock:
         for module in modules:
-            key = spare_key(module, env)
-            if key not in _spares:
-                try:
-                    _spares[key] = _spawn(module, env)
-                except OSError as e:
-                    log.warning("could not start a spare child: %s", e)
+            if spare_key(module, env) not in _spares:
+                _start_spare(module, env)
+
+
+def _start_spare(module: str, env: dict[str, str]) -> None:
+    """A new spare for ``module`` (callers hold ``_spares_lock``); a failed start only costs speed."""
+    try:
+        _spares[spare_key(module, env)] = _spawn(module, env)
+    except OSError as e:
+        log.warning("could not start a spare child: %s", e)
 
 
 def run_child(module: str, request: BaseModel, timeout_s: float, device: str) -> ChildRun:
@@ -164,10 +168,7 @@ def run_child(module: str, request: BaseModel, timeout_s: float, device: str) ->
             _discard(child)
             child = None
         child = child or _spawn(module, env)
-        try:
-            _spares[key] = _spawn(module, env)  # imports while this job runs
-        except OSError as e:
-            log.warning("could not start a spare child: %s", e)
+        _start_spare(module, env)  # imports while this job runs
     try:
         return _run_job(child, request, timeout_s)
     finally:

@@ -31,12 +31,17 @@ def device_key(device: str) -> str:
     return f"cpu-{socket.gethostname()}"
 
 
+def lock_folder(lock_dir: str = "") -> Path:
+    """Where the lock files live (``lock_dir``, else $BEAMSEARCH_LOCK_DIR, else the default), created."""
+    folder = Path(lock_dir or os.environ.get("BEAMSEARCH_LOCK_DIR", DEFAULT_LOCK_DIR))
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
 @contextlib.contextmanager
 def gpu_lock(device: str, lock_dir: str = "") -> Iterator[float]:
     """Hold the device's lock; yields the seconds spent waiting for it."""
-    folder = Path(lock_dir or os.environ.get("BEAMSEARCH_LOCK_DIR", DEFAULT_LOCK_DIR))
-    folder.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(str(folder / f"{device_key(device)}.lock"))
+    lock = FileLock(str(lock_folder(lock_dir) / f"{device_key(device)}.lock"))
     start = time.perf_counter()
     with lock:
         yield time.perf_counter() - start
@@ -54,8 +59,7 @@ def gpu_slot(device: str, purpose: str, slots: int, lock_dir: str = "", every: b
     if not device.startswith("cuda"):
         yield 0.0
         return
-    folder = Path(lock_dir or os.environ.get("BEAMSEARCH_LOCK_DIR", DEFAULT_LOCK_DIR))
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = lock_folder(lock_dir)
     visible = os.environ.get("CUDA_VISIBLE_DEVICES", "all").replace(",", "_") or "none"
     locks = [FileLock(str(folder / f"{purpose}-{socket.gethostname()}-gpu{visible}-{i}.lock")) for i in range(slots)]
     start = time.perf_counter()

@@ -71,8 +71,10 @@ def task_seeds(task_id: str, base: int) -> list[int]:
     return [start, start + 1, start + 2]
 
 
-def ran_out_of_gpu_memory(reason: str) -> bool:
-    return "CUDA out of memory" in reason or "OutOfMemoryError" in reason
+def out_of_gpu_memory(spec: RunSpec, passed: bool, reason: str) -> bool:
+    """A failed GPU job whose reason is CUDA running out of memory: worth one more try alone."""
+    oom = "CUDA out of memory" in reason or "OutOfMemoryError" in reason
+    return not passed and spec.device.startswith("cuda") and oom
 
 
 def verify_candidate(spec: RunSpec, path: str, seeds: list[int], slots: int) -> Verdict:
@@ -82,7 +84,7 @@ def verify_candidate(spec: RunSpec, path: str, seeds: list[int], slots: int) -> 
     a kernel that needs more memory than the GPU has fails the second time too."""
     with gpu_slot(spec.device, "verify", slots):
         verdict = verify_kernel(spec, path, seeds=seeds)
-    if verdict.passed or not spec.device.startswith("cuda") or not ran_out_of_gpu_memory(verdict.reason):
+    if not out_of_gpu_memory(spec, verdict.passed, verdict.reason):
         return verdict
     with gpu_slot(spec.device, "verify", slots, every=True):
         again = verify_kernel(spec, path, seeds=seeds, exclusive=True)
@@ -93,7 +95,7 @@ def time_candidate(spec: RunSpec, path: str, seed: int, slots: int) -> TimingRes
     """Time a verified kernel; one that ran out of GPU memory while others held theirs (timing children
     build their inputs before queueing for the lock) is timed again with the GPU to itself."""
     timing = time_target(spec, path, seed=seed)
-    if timing.status == "ok" or not spec.device.startswith("cuda") or not ran_out_of_gpu_memory(timing.reason):
+    if not out_of_gpu_memory(spec, timing.status == "ok", timing.reason):
         return timing
     with gpu_slot(spec.device, "verify", slots, every=True):
         return time_target(spec, path, seed=seed, exclusive=True)

@@ -17,7 +17,6 @@ repetitions must end on the call's own stream. A failure is a ``failed`` result 
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 import traceback
 from collections.abc import Callable
@@ -31,7 +30,7 @@ from workers.binding import bind, model_values
 from workers.child_process import serve
 from workers.clock import clock_disagreement, measure
 from workers.compare import compare
-from workers.gpu_lock import DEFAULT_LOCK_DIR, gpu_lock
+from workers.gpu_lock import gpu_lock, lock_folder
 from workers.integrity import BackgroundWork, Snapshot, ThreadStarts, install_thread_tripwire
 from workers.problem_instance import (
     ProblemInstance,
@@ -108,9 +107,7 @@ class KernelWatch:
         del probe
         install_thread_tripwire()
         folder = Path.cwd().parent  # the job's folder: this process writes its result file there
-        locks = Path(lock_dir or os.environ.get("BEAMSEARCH_LOCK_DIR", DEFAULT_LOCK_DIR))
-        locks.mkdir(parents=True, exist_ok=True)
-        self.sandbox = confine_job(Path.cwd(), [folder, locks])
+        self.sandbox = confine_job(Path.cwd(), [folder, lock_folder(lock_dir)])
         self.snapshot = Snapshot.take()
         self.background = BackgroundWork()
         self.threads = ThreadStarts()

@@ -54,7 +54,7 @@ ALLOWED_OPS = UNINITIALISED_ALLOCATIONS | frozenset(
         # composites the profiler records under their own name (the guard sees what they call): reads
         # of a scalar, views and conversions
         "aten::item", "aten::resolve_conj", "aten::resolve_neg", "aten::flatten", "aten::type_as",
-        "aten::reshape_as", "aten::broadcast_to", "aten::numpy_T", "aten::mT", "aten::empty_permuted",
+        "aten::reshape_as", "aten::broadcast_to", "aten::numpy_T", "aten::mT",
     }
 )  # fmt: skip
 
@@ -83,9 +83,6 @@ class TorchComputeGuard(TorchDispatchMode):
         elif name in COPY_OPS and _device_to_host(args, out):
             self.host_reads[f"{name} (device to host)"] += 1
         return out
-
-    def describe_forbidden(self) -> str:
-        return describe(self.forbidden)
 
 
 # Versions of torch that wrap __torch_dispatch__ regardless: mark it as already wrapped.

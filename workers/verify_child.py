@@ -24,6 +24,7 @@ import ctypes
 import os
 import time
 import traceback
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,7 @@ from workers.problem_instance import (
     TORCH_DTYPES,
     ProblemInstance,
     ProblemLoadError,
+    fresh_values_into,
     instantiate,
     load_problem_module,
     nudge_seed,
@@ -47,7 +49,7 @@ from workers.problem_instance import (
     select_device,
 )
 from workers.shared_tensors import ProtocolError, encode_value
-from workers.torch_guard import as_bits
+from workers.torch_guard import as_bits, describe
 
 POINTER_CHECK_SEED_OFFSET = 1000
 
@@ -195,12 +197,8 @@ def _verify(req: VerifyRequest, checks: Checks, runner: KernelProcess) -> None:
         if i > 0:
             continue
         # Same tensors, new values: a kernel that caches results by pointer returns the old answer.
-        changed = instantiate(module, spec, seed + POINTER_CHECK_SEED_OFFSET).inputs
-        reference = reference_output(ProblemInstance(instance.model, changed), spec)
-        with torch.no_grad():
-            for t, c in zip(instance.inputs, changed, strict=True):
-                if isinstance(t, torch.Tensor):
-                    t.copy_(c)
+        fresh_values_into(module, spec, seed + POINTER_CHECK_SEED_OFFSET, instance.inputs)
+        reference = reference_output(instance, spec)
         _checked_call(kernel, None, values, reference, req, checks, f"{where}, inputs changed in place",
                       values_check="values_after_inputs_changed", same_inputs=instance.inputs)  # fmt: skip
         # Fresh tensors, the same values but for a few elements at random places: a cache keyed on part
@@ -238,10 +236,10 @@ def _checked_call(
     _check_evidence(report, checks, where)
     forbidden = _counts(report.get("forbidden"))
     checks.record("pytorch_compute", not forbidden,
-                  f"PyTorch compute operators ran inside kernel_function ({where}): {_describe(forbidden)}")  # fmt: skip
+                  f"PyTorch compute operators ran inside kernel_function ({where}): {describe(forbidden)}")  # fmt: skip
     host = _counts(report.get("host_reads"))
     checks.record("host_compute", not host,
-                  f"tensor data was read on the host inside kernel_function ({where}): {_describe(host)}")  # fmt: skip
+                  f"tensor data was read on the host inside kernel_function ({where}): {describe(host)}")  # fmt: skip
     _check_unchanged(snapshot, checks, where)  # first: an input changed and returned is a changed input
     problem = reply.get("structure")
     if problem is None:
@@ -338,14 +336,10 @@ class _SharedPool:
             self._ctx = None
 
 
-def _counts(x: Any) -> dict[str, int]:
+def _counts(x: Any) -> Counter[str]:
     if not isinstance(x, dict):
-        return {}
-    return {str(k): int(v) for k, v in x.items() if isinstance(v, int) and v > 0}
-
-
-def _describe(counts: dict[str, int]) -> str:
-    return ", ".join(f"{op} x{n}" for op, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+        return Counter()
+    return Counter({str(k): int(v) for k, v in x.items() if isinstance(v, int) and v > 0})
 
 
 def _bits(t: torch.Tensor) -> torch.Tensor:
