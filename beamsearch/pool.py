@@ -73,11 +73,11 @@ class WorkerPool:
 
     def call(self, method: str, *args: object, timeout_s: float = 3600.0) -> object:
         """One call on the first worker, for the run's set-up steps (baselines, floor, final re-timing).
-        A worker still restarting (after a timed-out task) is waited for, and the call made again."""
+        A worker that is restarting, or gone, is waited for or replaced, and the call made once more."""
         worker = self.workers[0]
         try:
             return ray.get(getattr(worker.handle, method).remote(*args), timeout=timeout_s)
-        except ActorUnavailableError:
+        except RayActorError:  # ActorUnavailableError (restarting) included
             self._wait_until_back(worker)
             return ray.get(getattr(worker.handle, method).remote(*args), timeout=timeout_s)
 
@@ -140,7 +140,7 @@ class WorkerPool:
         deadline = time.monotonic() + timeout_s
         while True:
             try:
-                worker.where = ray.get(worker.handle.where.remote(), timeout=timeout_s)
+                worker.where = ray.get(worker.handle.where.remote(), timeout=max(1.0, deadline - time.monotonic()))
                 return
             except ActorUnavailableError:  # restarting: not yet back
                 if time.monotonic() > deadline:

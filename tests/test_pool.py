@@ -1,5 +1,6 @@
 """The worker pool against a real local Ray: a worker that is restarting (after a timed-out task) is
-waited for, not taken for dead, and a set-up call made while it restarts still gets its answer."""
+waited for, not taken for dead; one gone for good is replaced; a set-up call made meanwhile still gets
+its answer."""
 
 from __future__ import annotations
 
@@ -34,5 +35,16 @@ def test_a_call_made_while_the_worker_restarts_is_answered(local_ray) -> None:
         pool._wait_until_back(worker)
         assert worker.where != before  # a new process (its pid is in the name), same actor
         assert pool.workers[0].handle is worker.handle
+    finally:
+        pool.shutdown()
+
+
+def test_a_call_on_a_worker_gone_for_good_goes_to_its_replacement(local_ray) -> None:
+    pool = WorkerPool.start(1, 0)
+    try:
+        gone = pool.workers[0].handle
+        ray.kill(gone, no_restart=True)
+        assert "torch" in pool.call("versions", "cpu")
+        assert pool.workers[0].handle is not gone
     finally:
         pool.shutdown()
