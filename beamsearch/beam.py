@@ -59,6 +59,20 @@ def mark_duplicate(result: TaskResult, seen: dict[str, str]) -> TaskResult:
     return result
 
 
+def mark_same_compiled(result: TaskResult, fastest: dict[str, tuple[str, float]]) -> TaskResult:
+    """A timed candidate that launches the same compiled code as an earlier one, and is no faster, is a
+    duplicate of it; a faster one becomes the one to beat. ``fastest``: compiled hash -> (id, ms)."""
+    key, ms = result.compiled_hash, result.median_ms
+    if result.status != "ok" or key is None or ms is None:
+        return result
+    first = fastest.get(key)
+    if first is not None and first[0] != result.task_id and first[1] <= ms:
+        return result.model_copy(update={"status": "duplicate",
+                                         "reason": f"same compiled code as {first[0]} ({first[1]:.4f} ms)"})  # fmt: skip
+    fastest[key] = (result.task_id, ms)
+    return result
+
+
 def attempt_of(result: TaskResult) -> Attempt | None:
     if result.kernel is None:
         return None
@@ -71,18 +85,20 @@ def entry_of(result: TaskResult) -> BeamEntry | None:
     if result.status != "ok" or result.kernel is None or ms is None:
         return None
     return BeamEntry(id=result.task_id, kernel=result.kernel, median_ms=ms, round=result.round,
+                     compiled_hash=result.compiled_hash,
                      profile=result.profile if result.profile and result.profile.available else None,
                      roofline=result.roofline)  # fmt: skip
 
 
 def select_beam(beam: list[BeamEntry], results: list[TaskResult], width: int) -> list[BeamEntry]:
-    """The ``width`` fastest of the old beam and the round's ok candidates, one per distinct code."""
+    """The ``width`` fastest of the old beam and the round's ok candidates, one per distinct source and
+    per distinct compiled code."""
     pool = beam + [e for e in map(entry_of, results) if e is not None]
     kept: list[BeamEntry] = []
     codes: set[str] = set()
     for entry in sorted(pool, key=lambda e: (e.median_ms, e.round, e.id)):
-        key = code_hash(entry.kernel.source)
-        if key not in codes:
-            codes.add(key)
+        keys = {code_hash(entry.kernel.source)} | ({f"compiled:{entry.compiled_hash}"} if entry.compiled_hash else set())
+        if not keys & codes:
+            codes |= keys
             kept.append(entry)
     return kept[:width]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from beamsearch.beam import attempt_of, mark_duplicate, plan_round, select_beam
+from beamsearch.beam import attempt_of, mark_duplicate, mark_same_compiled, plan_round, select_beam
 from beamsearch.display import Display
 from beamsearch.pool import WorkerPool
 from beamsearch.schema import Kernel
@@ -49,14 +49,15 @@ class Driver:
         baselines = self.pool.call("baselines", state.spec, self._baseline_targets())
         for b in baselines:
             self.display.event("baseline", label=b.label, median_ms=b.median_ms, status=b.status, reason=b.reason)
-        entry = BeamEntry(id="input", kernel=kernel, median_ms=result.median_ms, round=0,
+        entry = BeamEntry(id="input", kernel=kernel, median_ms=result.median_ms, round=0, compiled_hash=result.compiled_hash,
                           profile=result.profile if result.profile and result.profile.available else None,
                           roofline=result.roofline)  # fmt: skip
-        seen = {**state.seen}
+        seen, fastest = {**state.seen}, {**state.fastest_compiled}
         mark_duplicate(result, seen)
+        mark_same_compiled(result, fastest)
         history = [a for a in [attempt_of(result)] if a is not None]  # so no proposer offers the input again
         self.state = state.model_copy(update={"beam": [entry], "input": entry, "baselines": baselines, "floor": floor,
-                                              "gpu_name": gpu_name, "seen": seen, "history": history,
+                                              "gpu_name": gpu_name, "seen": seen, "fastest_compiled": fastest, "history": history,
                                               "started_at": time.time()})  # fmt: skip
         self._save()
 
@@ -76,18 +77,19 @@ class Driver:
         done = {r.task_id: r for r in self.trace.finished_candidates(round_) if r.task_id in {t.id for t in tasks}}
         todo = [t for t in tasks if t.id not in done]
         self.display.round_start(round_, len(tasks), reused=len(done))
-        seen = dict(self.state.seen)
+        seen, fastest = dict(self.state.seen), dict(self.state.fastest_compiled)
         results = list(done.values())
         for r in results:
-            mark_duplicate(r, seen)
+            mark_same_compiled(mark_duplicate(r, seen), fastest)
         for result in self.pool.run(todo, self.state.config.task_timeout_s, notify=self.display.event):
-            result = mark_duplicate(result, seen)
+            result = mark_same_compiled(mark_duplicate(result, seen), fastest)
             self.trace.write_candidate(result, self.problem)
             results.append(result)
             self.display.candidate(result)
-        self._finish_round(round_, results, seen, time.time() - start)
+        self._finish_round(round_, results, seen, fastest, time.time() - start)
 
-    def _finish_round(self, round_: int, results: list[TaskResult], seen: dict[str, str], wall_s: float) -> None:
+    def _finish_round(self, round_: int, results: list[TaskResult], seen: dict[str, str],
+                      fastest: dict[str, tuple[str, float]], wall_s: float) -> None:  # fmt: skip
         state = self.state
         results.sort(key=lambda r: r.task_id)
         beam = select_beam(state.beam, results, state.config.beam_width)
@@ -103,7 +105,7 @@ class Driver:
         self.trace.write_round(record, best, self.problem)
         history = state.history + [a for a in map(attempt_of, results) if a is not None]
         self.state = state.model_copy(update={"round": round_, "beam": beam, "history": history, "seen": seen,
-                                              "rounds": state.rounds + [record]})  # fmt: skip
+                                              "fastest_compiled": fastest, "rounds": state.rounds + [record]})  # fmt: skip
         self._save()
         self.display.round_end(record, self._speedup(record.running_best_ms))
 

@@ -158,6 +158,8 @@ class TimingResult(Record):
                                                       "no work left running, right output, clocks agree")
     perturb_seed: int | None = Field(None, description="seed of the input elements changed between repetitions")
     sandbox: str = Field("", description="how the timed kernel's process was confined (Landlock), or why not")
+    compiled_hash: str | None = Field(None, description="hash of the compiled Triton code one call launches "
+                                      "(binaries, grids, arguments); None on CPU or when unknown")
 
 
 class BenchRow(Record):

@@ -32,7 +32,7 @@ TaskStatus = Literal[
     "rejected",  # failed verification (after any refinement)
     "not_timed",  # verified, but the timing failed
     "no_proposal",  # the proposer had nothing new for this parent and direction
-    "duplicate",  # same code as a kernel already seen in this run
+    "duplicate",  # same code (source, or compiled code and no faster) as a kernel already seen in this run
     "suspect",  # timed faster than the physical floor allows: not accepted
     "failed",  # the task itself failed: worker crash, task timeout, an error in our code
 ]
@@ -45,6 +45,7 @@ class BeamEntry(Record):
     kernel: Kernel
     median_ms: float
     round: int
+    compiled_hash: str | None = Field(None, description="hash of the compiled code a call launches (GPU runs)")
     profile: Profile | None = None
     roofline: Roofline | None = None
     diagnosis: Diagnosis | None = None
@@ -99,6 +100,10 @@ class TaskResult(Record):
         return self.timing.timing.median_ms
 
     @property
+    def compiled_hash(self) -> str | None:
+        return self.timing.compiled_hash if self.timing else None
+
+    @property
     def tokens(self) -> int:
         return sum(e.call.prompt_tokens + e.call.completion_tokens for e in self.exchanges)
 
@@ -143,6 +148,8 @@ class BeamState(Record):
     floor: Floor | None = None
     history: list[Attempt] = []
     seen: dict[str, str] = Field({}, description="normalised-code hash -> id of the first candidate with it")
+    fastest_compiled: dict[str, tuple[str, float]] = Field(
+        {}, description="compiled-code hash -> (id, ms) of the fastest candidate that launches that code")
     rounds: list[RoundRecord] = []
     gpu_name: str = ""
     started_at: float = 0.0

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from beamsearch.beam import code_hash, mark_duplicate, plan_round, select_beam
+from beamsearch.beam import code_hash, mark_duplicate, mark_same_compiled, plan_round, select_beam
 from beamsearch.config import SearchConfig, load_config_file
 from beamsearch.schema import Kernel, RunSpec, TimingResult
 from beamsearch.state import BeamEntry, BeamState, TaskResult
@@ -52,14 +52,14 @@ def test_a_short_beam_shares_the_rounds_tasks_out_over_the_parents_it_has() -> N
         ("a", 0), ("a", 1), ("a", 2), ("b", 0), ("b", 1), ("b", 2), ("c", 0), ("c", 1)]
 
 
-def _result(id_: str, ms: float | None, source: str, status: str = "ok") -> TaskResult:
+def _result(id_: str, ms: float | None, source: str, status: str = "ok", compiled: str | None = None) -> TaskResult:
     from beamsearch.schema import Timing
 
     timing = None
     if ms is not None:
         t = Timing(median_ms=ms, mean_ms=ms, std_ms=0, min_ms=ms, n=5, warmup_n=1, method="m", device_name="cpu",
                    on_gpu=False, dtype="bf16", shapes="small")  # fmt: skip
-        timing = TimingResult(target="k", status="ok", timing=t)
+        timing = TimingResult(target="k", status="ok", timing=t, compiled_hash=compiled)
     return TaskResult(task_id=id_, parent_id="input", round=1, direction=0, status=status, reason="",
                       kernel=Kernel(source=source, origin="tuner"), timing=timing)  # fmt: skip
 
@@ -85,6 +85,24 @@ def test_select_keeps_the_fastest_distinct_codes() -> None:
     kept = select_beam(beam, results, width=3)
     assert [e.id for e in kept] == ["r1-t1", "r1-t4", "input"]
     assert [e.id for e in select_beam(beam, results, width=1)] == ["r1-t1"]
+
+
+def test_same_compiled_code_keeps_only_the_faster_kernel() -> None:
+    fastest: dict[str, tuple[str, float]] = {}
+    first = mark_same_compiled(_result("r1-t0", 1.0, SOURCE + "\nA = 1", compiled="c1"), fastest)
+    slower = mark_same_compiled(_result("r1-t1", 1.2, SOURCE + "\nB = 1", compiled="c1"), fastest)
+    faster = mark_same_compiled(_result("r1-t2", 0.9, SOURCE + "\nC = 1", compiled="c1"), fastest)
+    other = mark_same_compiled(_result("r1-t3", 2.0, SOURCE + "\nD = 1", compiled="c2"), fastest)
+    unknown = [mark_same_compiled(_result(f"r1-t{k}", 2.0, SOURCE + f"\nE = {k}"), fastest) for k in (4, 5)]
+    assert first.status == faster.status == other.status == "ok" and all(u.status == "ok" for u in unknown)
+    assert slower.status == "duplicate" and "same compiled code as r1-t0" in slower.reason
+    assert fastest == {"c1": ("r1-t2", 0.9), "c2": ("r1-t3", 2.0)}
+    assert mark_same_compiled(faster, fastest).status == "ok"  # seen again on resume: not its own duplicate
+    # The beam holds one kernel per compiled code, the fastest, even where sources differ and the slower
+    # one got there first (an earlier round, or marked before the faster one arrived).
+    beam = [_entry("input", 5.0, SOURCE, round_=0).model_copy(update={"compiled_hash": "c1"})]
+    kept = select_beam(beam, [faster, other, *unknown], width=5)
+    assert [e.id for e in kept] == ["r1-t2", "r1-t3", "r1-t4", "r1-t5"]
 
 
 def test_config_file_json_and_toml(tmp_path) -> None:

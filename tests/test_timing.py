@@ -29,6 +29,7 @@ def test_kernel_and_eager_are_timed_the_same_way_and_labelled_cpu(scale_spec: Ru
     assert {c.name for c in kernel.checks} == {"harness_intact", "background_work", "output_after_timing"}
     assert all(c.passed for c in kernel.checks) and not eager.checks
     assert kernel.perturb_seed is not None
+    assert kernel.compiled_hash is None  # the interpreter compiles nothing: candidates differ by source alone
 
 
 def test_clock_disagreement_flags_events_that_miss_work() -> None:

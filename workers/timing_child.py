@@ -3,7 +3,9 @@
 Targets: ``eager`` (the model in the dtype under test), ``compile`` (``torch.compile`` default),
 ``compile-max-autotune`` (``mode="max-autotune-no-cudagraphs"``), or a kernel file path (bound like in
 verification). The first call, which compiles, runs before the lock is taken: the lock covers only the
-measurement. Run only through ``workers.timing.time_target``.
+measurement. On a GPU a kernel file's second call, also before the lock, hashes the compiled code it
+launches (``workers.compiled_code``), so the driver can spot two sources that compile to one kernel.
+Run only through ``workers.timing.time_target``.
 
 Between repetitions a few input elements change (``InputNudger``), so no two timed calls see the same
 input: caching answers by input values gains nothing here. A kernel file is timed in its own process,
@@ -30,6 +32,7 @@ from workers.binding import bind, model_values
 from workers.child_process import serve
 from workers.clock import clock_disagreement, measure
 from workers.compare import compare
+from workers.compiled_code import launch_hash
 from workers.gpu_lock import gpu_lock, lock_folder
 from workers.integrity import BackgroundWork, Snapshot, ThreadStarts, install_thread_tripwire
 from workers.problem_instance import (
@@ -180,6 +183,7 @@ def _time_in_child(req: TimingRequest, alone: contextlib.ExitStack) -> TimingRes
     watch: KernelWatch | None = None
     timing: Timing | None = None
     waited_s = first_call_s = 0.0
+    compiled_hash: str | None = None
     try:
         if spec.device.startswith("cuda") and not torch.cuda.is_available():
             raise RuntimeError(f"device {spec.device} asked for, but no CUDA GPU is visible")
@@ -199,6 +203,10 @@ def _time_in_child(req: TimingRequest, alone: contextlib.ExitStack) -> TimingRes
             first_call_s = time.perf_counter() - first
             if watch is not None:
                 watch.check_process("first call")
+                if spec.device.startswith("cuda"):
+                    with watch.threads:
+                        compiled_hash = launch_hash(fn, _synchronize)
+                    watch.check_process("the call that hashes the compiled code")
             nudger = InputNudger(instance.inputs, seed)
             with contextlib.nullcontext(0.0) if req.exclusive else gpu_lock(spec.device, req.lock_dir) as waited:
                 waited_s += waited
@@ -228,7 +236,7 @@ def _time_in_child(req: TimingRequest, alone: contextlib.ExitStack) -> TimingRes
     return TimingResult(
         target=req.target, status="ok", timing=timing, lock_wait_s=waited_s, first_call_s=first_call_s,
         duration_s=time.perf_counter() - start, checks=watch.checks if watch else [], perturb_seed=seed,
-        sandbox=watch.sandbox if watch else "",
+        sandbox=watch.sandbox if watch else "", compiled_hash=compiled_hash,
     )  # fmt: skip
 
 
