@@ -60,6 +60,8 @@ class Task(Record):
     config: SearchConfig
     floor: Floor | None = None
     history: list[Attempt] = Field([], description="earlier attempts of the run (hash, note, outcome, lesson)")
+    known_compiled: dict[str, float] = Field({}, description="compiled-code hash -> fastest ms of the earlier "
+                                             "rounds: a candidate no faster than its code's best is not profiled")
 
 
 class VerifyTry(Record):

@@ -103,6 +103,9 @@ def test_same_compiled_code_keeps_only_the_faster_kernel() -> None:
     beam = [_entry("input", 5.0, SOURCE, round_=0).model_copy(update={"compiled_hash": "c1"})]
     kept = select_beam(beam, [faster, other, *unknown], width=5)
     assert [e.id for e in kept] == ["r1-t2", "r1-t3", "r1-t4", "r1-t5"]
+    # The next round's tasks know each code's best time, so a repeat is not profiled (its ncu is wasted).
+    state = _state(kept[:1]).model_copy(update={"fastest_compiled": fastest})
+    assert all(t.known_compiled == {"c1": 0.9, "c2": 2.0} for t in plan_round(state, 2))
 
 
 def test_config_file_json_and_toml(tmp_path) -> None:

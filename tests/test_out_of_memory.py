@@ -1,17 +1,19 @@
 """Running out of GPU memory beside other workers is not the kernel's fault: the verification or timing
-is run again once with the GPU to itself (every verification slot, and the measurement lock in the child)."""
+is run again once with the GPU to itself (its memory lock alone, and the measurement lock in the child)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
+import time
 
 import pytest
-from filelock import FileLock, Timeout
 
 from beamsearch.schema import RunSpec, TimingResult, Verdict
 from tests.conftest import KERNELS
 from workers import task
-from workers.gpu_lock import gpu_lock
+from workers.gpu_lock import gpu_lock, gpu_memory
 from workers.timing import time_target
 from workers.verify import verify_kernel
 
@@ -23,19 +25,20 @@ def _verdict(passed: bool, reason: str) -> Verdict:
     return Verdict(passed=passed, status="ok" if passed else "problem_error", reason=reason, kernel_path="k.py")
 
 
-def _slots_free(lock_dir) -> list[bool]:
-    """Whether each verification slot of the (fake) GPU can be taken right now, from another thread."""
-    free = []
-    for lock_file in sorted(lock_dir.glob("verify-*.lock")):
-        lock = FileLock(str(lock_file), thread_local=False, is_singleton=False)
-        try:
-            lock.acquire(timeout=0)
-        except Timeout:
-            free.append(False)
-            continue
-        lock.release()
-        free.append(True)
-    return free
+def _memory_state(lock_dir) -> str:
+    """From another process: whether this GPU's memory lock is free, shared, or held alone."""
+    probe = (
+        "import fcntl, glob, sys\n"
+        "f = open(glob.glob(sys.argv[1] + '/memory-*.lock')[0])\n"
+        "for mode, name in ((fcntl.LOCK_EX, 'free'), (fcntl.LOCK_SH, 'shared')):\n"
+        "    try:\n"
+        "        fcntl.flock(f, mode | fcntl.LOCK_NB); print(name); sys.exit()\n"
+        "    except BlockingIOError:\n"
+        "        pass\n"
+        "print('alone')\n"
+    )
+    return subprocess.run([sys.executable, "-c", probe, str(lock_dir)], capture_output=True, text=True,
+                          check=True).stdout.strip()  # fmt: skip
 
 
 @pytest.fixture
@@ -46,21 +49,17 @@ def cuda_spec(monkeypatch: pytest.MonkeyPatch, tmp_path) -> RunSpec:
 
 
 def test_an_out_of_memory_verification_is_run_again_alone(monkeypatch, cuda_spec, tmp_path) -> None:
-    calls: list[tuple[bool, list[bool]]] = []
+    calls: list[tuple[bool, str]] = []
 
     def fake_verify(spec, path, *, seeds, exclusive=False):
-        seen: list[bool] = []
-        t = threading.Thread(target=lambda: seen.extend(_slots_free(tmp_path)))
-        t.start(), t.join()
-        calls.append((exclusive, seen))
+        calls.append((exclusive, _memory_state(tmp_path)))
         return _verdict(True, "all checks passed") if exclusive else _verdict(False, OOM)
 
     monkeypatch.setattr(task, "verify_kernel", fake_verify)
     verdict = task.verify_candidate(cuda_spec, "k.py", [1, 2, 3], SLOTS)
     assert verdict.passed and verdict.retried_alone
-    first, second = calls
-    assert first[0] is False and first[1].count(False) == 1  # one slot of two, the other free
-    assert second[0] is True and second[1] == [False] * SLOTS  # every slot held for the retry
+    assert calls == [(False, "shared"), (True, "alone")]  # beside other jobs, then with the GPU to itself
+    assert _memory_state(tmp_path) == "free"
 
 
 @pytest.mark.parametrize("reason", ["incorrect: values: 12 of 64 output elements outside atol", OOM])
@@ -72,18 +71,49 @@ def test_other_failures_and_cpu_runs_are_not_retried(monkeypatch, cuda_spec, rea
     assert not verdict.passed and not verdict.retried_alone and len(calls) == 1
 
 
-def test_an_out_of_memory_timing_is_run_again_alone(monkeypatch, cuda_spec) -> None:
+def test_an_out_of_memory_timing_is_run_again_alone(monkeypatch, cuda_spec, tmp_path) -> None:
     calls = []
 
     def fake_time(spec, path, *, seed, exclusive=False):
-        calls.append(exclusive)
+        calls.append((exclusive, _memory_state(tmp_path)))
         if exclusive:
             return TimingResult(target=path, status="ok")
         return TimingResult(target=path, status="failed", reason="OutOfMemoryError: CUDA out of memory.")
 
     monkeypatch.setattr(task, "time_target", fake_time)
-    assert task.time_candidate(cuda_spec, "k.py", 1, SLOTS).status == "ok"
-    assert calls == [False, True]
+    assert task.time_candidate(cuda_spec, "k.py", 1).status == "ok"
+    assert calls == [(False, "shared"), (True, "alone")]
+
+
+def test_a_job_alone_waits_for_running_jobs_and_holds_back_new_ones(cuda_spec, tmp_path) -> None:
+    """Readers-writer: jobs share the memory; the rerun alone waits for those running, and a job that
+    comes after it waits for it (the gate), even while the first job still runs."""
+    order: list[str] = []
+    first_in, first_out = threading.Event(), threading.Event()
+
+    def job(name: str, alone: bool, hold: threading.Event | None = None, held: threading.Event | None = None):
+        with gpu_memory(cuda_spec.device, alone=alone):
+            order.append(f"{name} in")
+            if held:
+                held.set()
+            if hold:
+                hold.wait(10)
+            order.append(f"{name} out")
+
+    first = threading.Thread(target=job, args=("first", False, first_out, first_in))
+    first.start()
+    first_in.wait(10)
+    rerun = threading.Thread(target=job, args=("rerun", True))
+    rerun.start()
+    time.sleep(0.5)  # the rerun is at the gate, waiting for the first job
+    late = threading.Thread(target=job, args=("late", False))
+    late.start()
+    time.sleep(0.5)
+    assert order == ["first in"]  # neither the rerun nor the late job got in beside the first
+    first_out.set()
+    for t in (first, rerun, late):
+        t.join(10)
+    assert order == ["first in", "first out", "rerun in", "rerun out", "late in", "late out"]
 
 
 @pytest.mark.parametrize("stage", ["verify", "time"])

@@ -1,4 +1,5 @@
-"""One lock per physical GPU, shared by every process on the node, held only while timing or profiling.
+"""One lock per physical GPU, shared by every process on the node, held only while timing or profiling;
+and per worker GPU: verification slots, and a readers-writer lock on its memory.
 
 The lock is a file lock (``flock``) named after the GPU's UUID, so two processes that see the same GPU
 under different ``CUDA_VISIBLE_DEVICES`` indices still share it, and a process that dies releases it.
@@ -8,6 +9,7 @@ Compiles, verification and LLM calls never take it.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import socket
 import time
@@ -47,28 +49,26 @@ def gpu_lock(device: str, lock_dir: str = "") -> Iterator[float]:
         yield time.perf_counter() - start
 
 
+def _host_gpu_name(purpose: str) -> str:
+    """A lock-file name for this host's GPU as Ray (or the user) made it visible, so the caller never
+    initialises CUDA."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "all").replace(",", "_") or "none"
+    return f"{purpose}-{socket.gethostname()}-gpu{visible}"
+
+
 @contextlib.contextmanager
-def gpu_slot(device: str, purpose: str, slots: int, lock_dir: str = "", every: bool = False) -> Iterator[float]:
-    """Hold one of ``slots`` places for ``purpose`` on this worker's GPU (``every``: all of them);
-    yields the seconds waited.
+def gpu_slot(device: str, purpose: str, slots: int, lock_dir: str = "") -> Iterator[float]:
+    """Hold one of ``slots`` places for ``purpose`` on this worker's GPU; yields the seconds waited.
 
     A memory budget: at most ``slots`` verifications at once on one GPU, whatever the number of
-    workers sharing it. Keyed by host and the physical GPU index Ray (or the user) made visible, so
-    the worker itself never initialises CUDA. No-op on the CPU.
+    workers sharing it. No-op on the CPU.
     """
     if not device.startswith("cuda"):
         yield 0.0
         return
     folder = lock_folder(lock_dir)
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "all").replace(",", "_") or "none"
-    locks = [FileLock(str(folder / f"{purpose}-{socket.gethostname()}-gpu{visible}-{i}.lock")) for i in range(slots)]
+    locks = [FileLock(str(folder / f"{_host_gpu_name(purpose)}-{i}.lock")) for i in range(slots)]
     start = time.perf_counter()
-    if every:  # in index order, blocking: two such holders cannot deadlock, single holders only try
-        with contextlib.ExitStack() as held:
-            for lock in locks:
-                held.enter_context(lock)
-            yield time.perf_counter() - start
-        return
     while True:
         for lock in locks:
             try:
@@ -81,3 +81,31 @@ def gpu_slot(device: str, purpose: str, slots: int, lock_dir: str = "", every: b
                 lock.release()
             return
         time.sleep(0.1)
+
+
+@contextlib.contextmanager
+def gpu_memory(device: str, alone: bool = False, lock_dir: str = "") -> Iterator[float]:
+    """Hold this worker's GPU memory, shared (every GPU job of a task: verify, time, profile) or
+    ``alone`` (the rerun of a job that ran out of memory beside others); yields the seconds waited.
+
+    A readers-writer lock of two ``flock`` files. A job alone waits until the shared holders have
+    finished, and holds the gate meanwhile, so no new job starts and slips in before it. No-op on the CPU.
+    """
+    if not device.startswith("cuda"):
+        yield 0.0
+        return
+    folder = lock_folder(lock_dir)
+    start = time.perf_counter()
+    with open(folder / f"{_host_gpu_name('gate-memory')}.lock", "a") as gate, \
+            open(folder / f"{_host_gpu_name('memory')}.lock", "a") as memory:  # fmt: skip
+        fcntl.flock(gate, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(memory, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        finally:
+            if not alone:
+                fcntl.flock(gate, fcntl.LOCK_UN)
+        try:
+            yield time.perf_counter() - start
+        finally:
+            fcntl.flock(memory, fcntl.LOCK_UN)
+            fcntl.flock(gate, fcntl.LOCK_UN)

@@ -21,7 +21,7 @@ from beamsearch.state import Baseline, BeamEntry, FinalTiming, Task, TaskResult,
 from profiling.ncu import profile_kernel
 from profiling.roofline import classify
 from profiling.work import judge_time
-from workers.gpu_lock import gpu_slot
+from workers.gpu_lock import gpu_memory, gpu_slot
 from workers.llm_client import LLMClient, LLMConfig
 from workers.proposers.llm import LLMProposer
 from workers.proposers.replay import ReplayProposer
@@ -79,26 +79,34 @@ def out_of_gpu_memory(spec: RunSpec, passed: bool, reason: str) -> bool:
 
 def verify_candidate(spec: RunSpec, path: str, seeds: list[int], slots: int) -> Verdict:
     """Verify under one of the GPU's verification slots. A verification that ran out of GPU memory beside
-    other workers' verifications, timings and profiles is run once more with the GPU to itself (every
-    slot, and the measurement lock inside the child), so memory pressure is not held against the kernel;
-    a kernel that needs more memory than the GPU has fails the second time too."""
-    with gpu_slot(spec.device, "verify", slots):
+    other workers' verifications, timings and profiles is run once more with the GPU to itself (its
+    memory alone: no other job of any worker running; and the measurement lock inside the child), so
+    memory pressure is not held against the kernel; a kernel that needs more memory than the GPU has
+    fails the second time too."""
+    with gpu_slot(spec.device, "verify", slots), gpu_memory(spec.device):
         verdict = verify_kernel(spec, path, seeds=seeds)
     if not out_of_gpu_memory(spec, verdict.passed, verdict.reason):
         return verdict
-    with gpu_slot(spec.device, "verify", slots, every=True):
+    with gpu_memory(spec.device, alone=True):
         again = verify_kernel(spec, path, seeds=seeds, exclusive=True)
     return again.model_copy(update={"retried_alone": True})
 
 
-def time_candidate(spec: RunSpec, path: str, seed: int, slots: int) -> TimingResult:
+def time_candidate(spec: RunSpec, path: str, seed: int) -> TimingResult:
     """Time a verified kernel; one that ran out of GPU memory while others held theirs (timing children
     build their inputs before queueing for the lock) is timed again with the GPU to itself."""
-    timing = time_target(spec, path, seed=seed)
+    with gpu_memory(spec.device):
+        timing = time_target(spec, path, seed=seed)
     if not out_of_gpu_memory(spec, timing.status == "ok", timing.reason):
         return timing
-    with gpu_slot(spec.device, "verify", slots, every=True):
+    with gpu_memory(spec.device, alone=True):
         return time_target(spec, path, seed=seed, exclusive=True)
+
+
+def profile_candidate(spec: RunSpec, path: str, seed: int) -> Profile:
+    """ncu's profile, holding a share of the GPU's memory like the other jobs of a task."""
+    with gpu_memory(spec.device):
+        return profile_kernel(spec, path, seed=seed)
 
 
 def run_task(task: Task, ctx: WorkerContext) -> TaskResult:
@@ -142,7 +150,7 @@ def run_task(task: Task, ctx: WorkerContext) -> TaskResult:
                                 reflection=reflection, exchanges=_exchanges(llm), **common), stages)  # fmt: skip
 
     with stages("time"):
-        timing = time_candidate(spec, path, seeds[0], config.verify_per_gpu)
+        timing = time_candidate(spec, path, seeds[0])
     gpu_s = _held_s(timing)
     ms = timing.timing.median_ms if timing.timing else None
     if ms is None:
@@ -151,9 +159,11 @@ def run_task(task: Task, ctx: WorkerContext) -> TaskResult:
     pct, suspect = judge_time(task.floor, ms) if task.floor and spec.device.startswith("cuda") else (None, False)
 
     profile, roofline = None, None
-    if config.profile and spec.device.startswith("cuda") and not suspect:
+    # Code the run already timed at least as fast: the driver marks it a duplicate, so ncu would be wasted.
+    repeat = timing.compiled_hash is not None and task.known_compiled.get(timing.compiled_hash, float("inf")) <= ms
+    if config.profile and spec.device.startswith("cuda") and not suspect and not repeat:
         with stages("profile"):
-            profile = profile_kernel(spec, path, seed=seeds[0])
+            profile = profile_candidate(spec, path, seeds[0])
         roofline = classify(profile.combined) if profile.available else None
         gpu_s += profile.duration_s if profile.available else 0.0
         ctx.profiles[kernel.hash] = (profile, roofline)
@@ -181,14 +191,14 @@ def measure_input(task: Task, ctx: WorkerContext) -> TaskResult:
     if not verdict.passed:
         return _done(TaskResult(status="rejected", reason=f"{verdict.status}: {verdict.reason}", tries=tries, **common), stages)
     with stages("time"):
-        timing = time_candidate(spec, path, seeds[0], task.config.verify_per_gpu)
+        timing = time_candidate(spec, path, seeds[0])
     if timing.timing is None:
         return _done(TaskResult(status="not_timed", reason=f"timing {timing.status}: {timing.reason}", tries=tries,
                                 timing=timing, **common), stages)  # fmt: skip
     profile, roofline = None, None
     if task.config.profile and spec.device.startswith("cuda"):
         with stages("profile"):
-            profile = profile_kernel(spec, path, seed=seeds[0])
+            profile = profile_candidate(spec, path, seeds[0])
         roofline = classify(profile.combined) if profile.available else None
     pct = judge_time(task.floor, timing.timing.median_ms)[0] if task.floor and spec.device.startswith("cuda") else None
     return _done(TaskResult(status="ok", reason=f"{timing.timing.median_ms:.4f} ms", tries=tries, timing=timing,
@@ -244,7 +254,7 @@ def parent_measure(parent: BeamEntry, spec: RunSpec, profile_on: bool, ctx: Work
     if not (profile_on and spec.device.startswith("cuda")):
         return None, None
     path = ctx.kernel_file(f"parent-{parent.kernel.hash}", parent.kernel)
-    profile = profile_kernel(spec, path)
+    profile = profile_candidate(spec, path, 0)
     measured = (profile, classify(profile.combined) if profile.available else None)
     ctx.profiles[parent.kernel.hash] = measured
     return measured
