@@ -106,17 +106,3 @@ def test_a_spare_from_another_environment_is_not_reused(scale_spec: RunSpec, mon
     assert old_spares <= set(child_process._spares)  # the first spare is still there, unused
     assert len(set(child_process._spares) - old_spares) == 1
     child_process._kill_spares()
-
-
-def test_a_spare_warms_up_before_its_job_and_a_failed_warm_up_costs_only_speed(monkeypatch) -> None:
-    from tests.data.warm_child import Answer, Ask
-
-    run = child_process.run_child("tests.data.warm_child", Ask(), 60, "cpu")
-    assert run.status == "ok", run.output_tail
-    assert Answer.model_validate_json(run.result_json) == Answer(warmed=True, device="cpu")
-    monkeypatch.setenv("WARM_FAILS", "1")
-    run = child_process.run_child("tests.data.warm_child", Ask(), 60, "cpu")
-    assert run.status == "ok", run.output_tail
-    assert not Answer.model_validate_json(run.result_json).warmed
-    assert "warm-up failed: RuntimeError: no GPU today" in run.output_tail
-    child_process._kill_spares()

@@ -12,8 +12,7 @@ can). A child that dies without writing its result (a signal, ``os._exit``, a CU
 is reported as crashed with its exit status and the end of its output.
 
 Starting Python and importing torch takes seconds, so after handing out a child the parent starts the
-next one at once, as a *spare* that imports (and on a GPU creates its CUDA context, which is slow when
-many processes start at once) while the current job runs, and then waits on its stdin.
+next one at once, as a *spare* that imports while the current job runs and then waits on its stdin.
 A spare is still a fresh process: it has run no candidate code. Spares exit when the parent's end of
 their stdin closes (the parent exits) and are killed at interpreter exit.
 """
@@ -44,7 +43,6 @@ from pydantic import BaseModel
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 TAIL_CHARS = 4000
 CHILD_FOLDER_PREFIX = "beamsearch-child-"
-CHILD_DEVICE_ENV = "BEAMSEARCH_CHILD_DEVICE"
 log = logging.getLogger(__name__)
 
 Req = TypeVar("Req", bound=BaseModel)
@@ -122,10 +120,8 @@ _spares_lock = threading.Lock()  # callers may run jobs from several threads
 
 
 def child_env(device: str) -> dict[str, str]:
-    """The child's environment: the project importable, the device it is for (a spare makes its CUDA
-    context while it waits), and Triton's interpreter on for CPU devices."""
+    """The child's environment: the project importable, and Triton's interpreter on for CPU devices."""
     env = dict(os.environ)
-    env[CHILD_DEVICE_ENV] = device
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH", "")]))
     env["PYTHONUNBUFFERED"] = "1"
     if device.startswith("cpu"):
@@ -256,19 +252,14 @@ def _discard(child: _Child) -> None:
     shutil.rmtree(child.folder, ignore_errors=True)
 
 
-def serve(request_model: type[Req], handle: Callable[[Req], BaseModel], warm: Callable[[], None] | None = None) -> None:
-    """Child side: ``warm`` up (as a spare, off the job's path), wait for the two paths and the key on
-    stdin, handle the request, write the signed result, exit.
+def serve(request_model: type[Req], handle: Callable[[Req], BaseModel]) -> None:
+    """Child side: wait for the two paths and the key on stdin, handle the request, write the signed
+    result, exit.
 
     All three lines are read before anything else runs, so the key leaves the pipe at once. Exits with
     ``os._exit`` right after the result is written: interpreter and CUDA teardown with GBs allocated
     takes seconds, and nothing is left to do.
     """
-    if warm is not None:
-        try:
-            warm()
-        except Exception as e:  # noqa: BLE001 - only speed is lost; the job meets the same fault and says so
-            print(f"warm-up failed: {type(e).__name__}: {e}", flush=True)
     req_path = sys.stdin.readline().strip()
     res_path = sys.stdin.readline().strip()
     secret = sys.stdin.readline().strip()

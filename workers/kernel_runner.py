@@ -15,7 +15,6 @@ gets an allocation error instead of pushing the machine into swap while its memo
 
 from __future__ import annotations
 
-import contextlib
 import os
 import resource
 import signal
@@ -29,7 +28,7 @@ import torch
 
 from workers.binding import BindError, bind
 from workers.integrity import BackgroundWork, Snapshot
-from workers.problem_instance import load_kernel_function, select_device_name, warm_device
+from workers.problem_instance import load_kernel_function, select_device_name
 from workers.sandbox import confine_job
 from workers.shared_tensors import Channel, ChannelClosed, ProtocolError, decode_value
 from workers.torch_guard import ObservedCall, install_tripwires, warm_up
@@ -63,8 +62,6 @@ class KernelProcess:
                 devnull = os.open(os.devnull, os.O_RDONLY)
                 os.dup2(devnull, 0)  # the judge's stdin carries its job and key: not ours to read
                 os.close(devnull)
-                with contextlib.suppress(Exception):  # only speed is lost; the call meets the fault and says so
-                    warm_device()  # its CUDA context, made while the judge waits for its job
                 _serve(theirs)
                 code = 0
             finally:

@@ -23,7 +23,6 @@ from typing import Any
 import torch
 
 from beamsearch.schema import RunSpec
-from workers.child_process import CHILD_DEVICE_ENV
 
 TORCH_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 # The reference runs one precision up, so the comparison measures the candidate's error, not ours.
@@ -76,15 +75,6 @@ def select_device_name(name: str) -> None:
     device = torch.device(name)
     if device.type == "cuda" and device.index is not None:
         torch.cuda.set_device(device)
-
-
-def warm_device() -> None:
-    """Create the CUDA context of the device this child process was started for (``child_env``): done by
-    a spare while it waits, it is off the path of the job that takes the spare."""
-    name = os.environ.get(CHILD_DEVICE_ENV, "")
-    if name.startswith("cuda") and torch.cuda.is_available():
-        select_device_name(name)
-        torch.empty(1, device=name)
 
 
 def load_problem_module(spec: RunSpec) -> ModuleType:

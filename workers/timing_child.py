@@ -44,7 +44,6 @@ from workers.problem_instance import (
     perturb_,
     reference_output,
     select_device,
-    warm_device,
 )
 from workers.sandbox import confine_job
 
@@ -248,4 +247,4 @@ def _run_synchronised(fn: Callable[[], Any], device: str) -> None:
 
 
 if __name__ == "__main__":
-    serve(TimingRequest, time_in_child, warm=warm_device)
+    serve(TimingRequest, time_in_child)

@@ -47,7 +47,6 @@ from workers.problem_instance import (
     perturb_,
     reference_output,
     select_device,
-    warm_device,
 )
 from workers.shared_tensors import ProtocolError, encode_value
 from workers.torch_guard import as_bits, describe
@@ -371,4 +370,4 @@ def _undumpable() -> None:
 if __name__ == "__main__":
     _runner = KernelProcess.fork()  # before the job, its key and any GPU work: the fork inherits none of them
     _undumpable()
-    serve(VerifyRequest, lambda request: verify(request, _runner), warm=warm_device)
+    serve(VerifyRequest, lambda request: verify(request, _runner))
