@@ -8,23 +8,41 @@ from pathlib import Path
 import pytest
 
 from beamsearch.schema import RunSpec
-from tests.conftest import DATA, KERNELS
+from tests.conftest import DATA
 from workers.timing import time_target
 
 GPU_SPEC = RunSpec(problem_path=str(DATA / "scale_rows_problem.py"), shapes="full", device="cuda")
 
-SCALE = (KERNELS / "_scale.py").read_text()  # the scale_rows kernel and its launcher
+TEMPLATE = '''"""A scale_rows kernel for the compiled-code tests."""
+{padding}
+import torch
+import triton
+import triton.language as tl
 
 
-def _hash(tmp_path: Path, file: str, padding: str = "", name: str = "scale_kernel", block_r: int = 8,
-          extra: str = "") -> str | None:  # fmt: skip
-    """The compiled-code hash of _scale.py's kernel, moved down by ``padding``, renamed, with another
-    row block or extra launch options, timed from its own file."""
-    source = (padding + SCALE).replace("scale_kernel", name)
-    source = source.replace("cdiv(rows, 8)", f"cdiv(rows, {block_r})").replace("BLOCK_R=8", f"BLOCK_R={block_r}")
-    source = source.replace("next_power_of_2(cols))", f"next_power_of_2(cols){extra})")
+@triton.jit
+def {name}(x_ptr, w_ptr, out_ptr, {rows}, cols, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    r = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)[:, None]
+    c = tl.arange(0, BLOCK_C)[None, :]
+    mask = (r < {rows}) & (c < cols)
+    x = tl.load(x_ptr + r * cols + c, mask=mask, other=0.0).to(tl.float32)
+    w = tl.load(w_ptr + c, mask=c < cols, other=0.0).to(tl.float32)
+    tl.store(out_ptr + r * cols + c, (x * w).to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def kernel_function(x, weight):
+    out = torch.empty_like(x)
+    rows, cols = x.shape
+    {name}[(triton.cdiv(rows, {block_r}),)](x, weight, out, rows, cols, BLOCK_R={block_r},
+        BLOCK_C=triton.next_power_of_2(cols){extra})
+    return out
+'''
+
+
+def _hash(tmp_path: Path, file: str, **fields: object) -> str | None:
+    values = {"padding": "", "name": "scale_kernel", "rows": "rows", "block_r": 8, "extra": ""} | fields
     path = tmp_path / file
-    path.write_text(source + "\n\ndef kernel_function(x, weight):\n    return launch(x, weight, torch.empty_like(x))\n")
+    path.write_text(TEMPLATE.format(**values))
     result = time_target(GPU_SPEC, str(path), lock_dir=str(tmp_path))
     assert result.status == "ok", result.reason
     return result.compiled_hash
@@ -34,7 +52,7 @@ def _hash(tmp_path: Path, file: str, padding: str = "", name: str = "scale_kerne
 def test_same_code_from_another_file_and_names_has_the_same_hash(tmp_path) -> None:
     base = _hash(tmp_path, "a.py")
     assert base is not None
-    moved = _hash(tmp_path, "b.py", padding="# three\n# more\n# lines\n", name="renamed_kernel")
+    moved = _hash(tmp_path, "b.py", padding="# three\n# more\n# lines\n", name="renamed_kernel", rows="n_rows")
     assert moved == base
     assert _hash(tmp_path, "c.py", block_r=16) != base  # another tile (and grid): another kernel
 
