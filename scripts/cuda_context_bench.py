@@ -5,7 +5,11 @@ processes do at the start of every stage.
     python scripts/cuda_context_bench.py 16 --gpus 4    # sixteen, four per GPU
 
 Each process imports torch (not timed), waits for the others, then times its first CUDA allocation on
-GPU ``rank % gpus`` (the context is made there). Prints the median and the slowest.
+GPU ``rank % gpus`` (the context is made there, and only there). Prints the median and the slowest.
+
+The first version of this script (the numbers in docs/gpu-runs/2026-11-22-h200x4-scaling-2) ended with
+a bare ``torch.cuda.synchronize()``, which made a second context on GPU 0 in every process placed on
+another GPU: its multi-GPU figure timed 28 contexts, not 16.
 """
 
 from __future__ import annotations
@@ -19,10 +23,12 @@ import time
 def _one(rank: int, gpus: int, barrier, out) -> None:
     import torch
 
-    barrier.wait()
+    device = torch.device("cuda", rank % gpus)
+    barrier.wait(timeout=120)
     start = time.perf_counter()
-    torch.empty(1, device=f"cuda:{rank % gpus}")
-    torch.cuda.synchronize()
+    torch.cuda.set_device(device)  # so nothing below makes a second context on GPU 0
+    torch.empty(1, device=device)
+    torch.cuda.synchronize(device)
     out.put(time.perf_counter() - start)
 
 
@@ -33,7 +39,7 @@ def main() -> None:
     args = parser.parse_args()
     ctx = mp.get_context("spawn")
     barrier, out = ctx.Barrier(args.processes), ctx.Queue()
-    procs = [ctx.Process(target=_one, args=(r, args.gpus, barrier, out)) for r in range(args.processes)]
+    procs = [ctx.Process(target=_one, args=(r, args.gpus, barrier, out), daemon=True) for r in range(args.processes)]
     for p in procs:
         p.start()
     seconds = sorted(out.get(timeout=300) for _ in procs)

@@ -25,11 +25,11 @@ def _verdict(passed: bool, reason: str) -> Verdict:
     return Verdict(passed=passed, status="ok" if passed else "problem_error", reason=reason, kernel_path="k.py")
 
 
-def _memory_state(lock_dir) -> str:
-    """From another process: whether this GPU's memory lock is free, shared, or held alone."""
+def _memory_state(lock_dir, lock: str = "memory") -> str:
+    """From another process: whether this GPU's memory lock (or its gate) is free, shared, or held alone."""
     probe = (
         "import fcntl, glob, sys\n"
-        "f = open(glob.glob(sys.argv[1] + '/memory-*.lock')[0])\n"
+        "f = open(glob.glob(sys.argv[1] + '/' + sys.argv[2] + '-*.lock')[0])\n"
         "for mode, name in ((fcntl.LOCK_EX, 'free'), (fcntl.LOCK_SH, 'shared')):\n"
         "    try:\n"
         "        fcntl.flock(f, mode | fcntl.LOCK_NB); print(name); sys.exit()\n"
@@ -37,7 +37,7 @@ def _memory_state(lock_dir) -> str:
         "        pass\n"
         "print('alone')\n"
     )
-    return subprocess.run([sys.executable, "-c", probe, str(lock_dir)], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-c", probe, str(lock_dir), lock], capture_output=True, text=True,
                           check=True).stdout.strip()  # fmt: skip
 
 
@@ -100,15 +100,17 @@ def test_a_job_alone_waits_for_running_jobs_and_holds_back_new_ones(cuda_spec, t
                 hold.wait(10)
             order.append(f"{name} out")
 
-    first = threading.Thread(target=job, args=("first", False, first_out, first_in))
+    first = threading.Thread(target=job, args=("first", False, first_out, first_in), daemon=True)
     first.start()
     first_in.wait(10)
-    rerun = threading.Thread(target=job, args=("rerun", True))
+    rerun = threading.Thread(target=job, args=("rerun", True), daemon=True)  # daemons: a deadlock fails, not hangs
     rerun.start()
-    time.sleep(0.5)  # the rerun is at the gate, waiting for the first job
-    late = threading.Thread(target=job, args=("late", False))
+    deadline = time.monotonic() + 10
+    while _memory_state(tmp_path, "gate-memory") != "alone" and time.monotonic() < deadline:
+        time.sleep(0.05)  # until the rerun holds the gate, waiting for the first job
+    late = threading.Thread(target=job, args=("late", False), daemon=True)
     late.start()
-    time.sleep(0.5)
+    time.sleep(0.5)  # a chance for the late job to slip in, which it must not take
     assert order == ["first in"]  # neither the rerun nor the late job got in beside the first
     first_out.set()
     for t in (first, rerun, late):

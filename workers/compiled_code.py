@@ -8,9 +8,9 @@ driver keeps only the faster of kernels with the same hash, so a beam slot is no
 kernel. Work outside Triton (PyTorch ops in the host code) is not in the hash; keeping the faster of the
 two is right whatever that work is.
 
-Only compiled kernels have code to hash: under Triton's interpreter (CPU runs), for a call that launches
-no Triton kernel, or one whose compiled kernel cannot be found, the hash is None and candidates are told apart by
-their source alone.
+Only compiled kernels have code to hash. The hash is None (candidates are then told apart by their
+source alone) under Triton's interpreter, for a call that launches no Triton kernel, and for one whose
+compiled kernel or launch arguments cannot be read; the timing child only asks on a GPU.
 """
 
 from __future__ import annotations
@@ -29,28 +29,34 @@ def launch_hash(call: Callable[[], Any], synchronize: Callable[[], None]) -> str
     from triton.runtime.jit import JITFunction
 
     jits = [o for o in gc.get_objects() if isinstance(o, JITFunction)]
-    if not jits:  # the interpreter: no compiled code
-        return None
     launches: list[tuple[Any, dict[str, Any]]] = []
+    unreadable: list[str] = []
+
+    def record(meta: Any) -> None:  # never raises: a raising hook would stop the kernel's launch
+        try:
+            launches.append((meta.data["function"], meta.get()))
+        except Exception as e:  # noqa: BLE001 - an odd argument; the hash is given up, not the call
+            unreadable.append(repr(e))
+
     before = [(j, j.launch_metadata) for j in jits]
     hook_before = knobs.runtime.launch_enter_hook
-    for j in jits:  # Triton asks each kernel's launch_metadata for extra fields: grid and arguments
-        j.launch_metadata = _describe_launch
-    knobs.runtime.launch_enter_hook = lambda meta: launches.append((meta.data["function"], meta.get()))
     try:
+        for j in jits:  # Triton asks each kernel's launch_metadata for extra fields: grid and arguments
+            j.launch_metadata = _describe_launch
+        knobs.runtime.launch_enter_hook = record
         call()
         synchronize()
     finally:
         knobs.runtime.launch_enter_hook = hook_before
         for j, metadata in before:
             j.launch_metadata = metadata
-    codes = _codes_by_handle(jits)
+    kernels = _kernels_by_handle(jits)
     described = []
     for function, meta in launches:
-        if function not in codes or "grid" not in meta:
+        if function not in kernels or "grid" not in meta:
             return None
-        described.append({"code": codes[function], "grid": meta["grid"], "args": meta["args"]})
-    if not described:
+        described.append({"code": code_identity(kernels[function]), "grid": meta["grid"], "args": meta["args"]})
+    if unreadable or not described:
         return None
     return hashlib.sha256(json.dumps(described, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -70,14 +76,14 @@ def _describe_arg(value: Any) -> Any:
     return type(value).__name__
 
 
-def _codes_by_handle(jits: list[Any]) -> dict[Any, str]:
-    """Loaded kernel handle -> hash of its code, for every kernel the JIT functions compiled."""
+def _kernels_by_handle(jits: list[Any]) -> dict[Any, Any]:
+    """Loaded kernel handle -> compiled kernel, for every kernel the JIT functions compiled."""
     out = {}
     for j in jits:
         for kernels, *_ in list(j.device_caches.values()):
             for kernel in kernels.values():
                 if getattr(kernel, "function", None) is not None:
-                    out[kernel.function] = code_identity(kernel)
+                    out[kernel.function] = kernel
     return out
 
 
@@ -99,5 +105,8 @@ def code_identity(kernel: Any) -> str:
         return hashlib.sha256(bytes(kernel.kernel) + repr(launch).encode()).hexdigest()
     code = ptx.split("\t.section", 1)[0].split("\n.section", 1)[0]
     lines = [ln.split("//", 1)[0].rstrip() for ln in code.splitlines() if not _DEBUG_ONLY.match(ln)]
-    text = "\n".join(ln for ln in lines if ln).replace(kernel.name, "<kernel>")
+    # The name where PTX declares the entry and its parameters (``name(``, ``name_param_0``), never
+    # inside an instruction: a kernel called ``add`` must not turn ``add.f32`` into a placeholder.
+    own_name = re.compile(rf"(?<![\w$.%]){re.escape(kernel.name)}(?=\(|_param_\d)")
+    text = own_name.sub("<kernel>", "\n".join(ln for ln in lines if ln))
     return hashlib.sha256((text + repr(launch)).encode()).hexdigest()

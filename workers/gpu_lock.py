@@ -1,9 +1,15 @@
-"""One lock per physical GPU, shared by every process on the node, held only while timing or profiling;
-and per worker GPU: verification slots, and a readers-writer lock on its memory.
+"""Locks that GPU jobs share across processes; all are file locks (``flock``), so a process that dies
+releases what it held.
 
-The lock is a file lock (``flock``) named after the GPU's UUID, so two processes that see the same GPU
-under different ``CUDA_VISIBLE_DEVICES`` indices still share it, and a process that dies releases it.
-Compiles, verification and LLM calls never take it.
+- ``gpu_lock``: the measurement lock, one per physical GPU, held only while timing or profiling. It is
+  named after the GPU's UUID, so two processes that see the same GPU under different
+  ``CUDA_VISIBLE_DEVICES`` indices still share it. Compiles, verification and LLM calls never take it.
+- ``gpu_slot``: at most N verifications at once on a worker's GPU, a memory budget.
+- ``gpu_memory``: a readers-writer lock on a worker's GPU memory: every GPU job of a task shares it,
+  and the rerun of a job that ran out of memory holds it alone.
+
+The last two are named by host and ``CUDA_VISIBLE_DEVICES``, so the worker that takes them never
+initialises CUDA.
 """
 
 from __future__ import annotations
@@ -50,8 +56,7 @@ def gpu_lock(device: str, lock_dir: str = "") -> Iterator[float]:
 
 
 def _host_gpu_name(purpose: str) -> str:
-    """A lock-file name for this host's GPU as Ray (or the user) made it visible, so the caller never
-    initialises CUDA."""
+    """A lock-file name for this host's GPU as Ray (or the user) made it visible."""
     visible = os.environ.get("CUDA_VISIBLE_DEVICES", "all").replace(",", "_") or "none"
     return f"{purpose}-{socket.gethostname()}-gpu{visible}"
 
