@@ -20,7 +20,7 @@ def _has_gpu() -> bool:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if _has_gpu():
         return
-    skip = pytest.mark.skip(reason="needs a CUDA GPU (run through the device tool; see docs/gpu-runs.md)")
+    skip = pytest.mark.skip(reason="needs a CUDA GPU (`pytest -m gpu` on a GPU machine; recorded GPU runs are in docs/gpu-runs/)")
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
