@@ -159,7 +159,7 @@ class TimingResult(Record):
     perturb_seed: int | None = Field(None, description="seed of the input elements changed between repetitions")
     sandbox: str = Field("", description="how the timed kernel's process was confined (Landlock), or why not")
     compiled_hash: str | None = Field(None, description="hash of the compiled Triton code one call launches "
-                                      "(binaries, grids, arguments); None on CPU or when unknown")
+                                      "(PTX less debug info, grids, arguments); None on CPU or when unknown")
 
 
 class BenchRow(Record):

@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from beamsearch.beam import is_repeat
 from beamsearch.config import SearchConfig
 from beamsearch.schema import Diagnosis, Floor, Kernel, Profile, Roofline, RunSpec, TimingResult, Verdict
 from beamsearch.state import Baseline, BeamEntry, FinalTiming, Task, TaskResult, VerifyTry
@@ -160,7 +161,7 @@ def run_task(task: Task, ctx: WorkerContext) -> TaskResult:
 
     profile, roofline = None, None
     # Code the run already timed at least as fast: the driver marks it a duplicate, so ncu would be wasted.
-    repeat = timing.compiled_hash is not None and task.known_compiled.get(timing.compiled_hash, float("inf")) <= ms
+    repeat = timing.compiled_hash is not None and is_repeat(task.known_compiled.get(timing.compiled_hash), ms)
     if config.profile and spec.device.startswith("cuda") and not suspect and not repeat:
         with stages("profile"):
             profile = profile_candidate(spec, path, seeds[0])
