@@ -101,6 +101,8 @@ class Verdict(Record):
     sandbox: str = Field("", description="how the kernel's process was confined (Landlock), or why it was not")
     retried_alone: bool = Field(False, description="a first verification ran out of GPU memory beside other "
                                                    "work; this is the second, with the GPU to itself")
+    steps_s: dict[str, float] = Field({}, description="when each step of the job ended, in seconds from its "
+                                      "start: where the time went")
 
 
 TimingStatus = Literal["ok", "failed", "timeout", "crashed"]
@@ -160,6 +162,8 @@ class TimingResult(Record):
     sandbox: str = Field("", description="how the timed kernel's process was confined (Landlock), or why not")
     compiled_hash: str | None = Field(None, description="hash of the compiled Triton code one call launches "
                                       "(PTX less debug info, grids, arguments); None on CPU or when unknown")
+    steps_s: dict[str, float] = Field({}, description="when each step of the job ended, in seconds from its "
+                                      "start: where the time went")
 
 
 class BenchRow(Record):
@@ -209,6 +213,8 @@ class Profile(Record):
     ncu_version: str = ""
     command: list[str] = []
     duration_s: float = Field(0.0, description="wall time of the ncu run, start-up included")
+    steps_s: dict[str, float] = Field({}, description="when each step ended, in seconds from launching ncu: "
+                                      "python started, torch imported, inputs, first call, profiled call, exit")
 
 
 class ProfileRequest(Record):
@@ -216,6 +222,7 @@ class ProfileRequest(Record):
     kernel_path: str
     seed: int = 0
     lock_dir: str = ""
+    launched_at: float = Field(0.0, description="epoch seconds when ncu was launched")
 
 
 class ProfiledCall(Record):
@@ -225,6 +232,7 @@ class ProfiledCall(Record):
     reason: str = ""
     own_kernels: list[str] = []
     lock_wait_s: float = 0.0
+    steps_s: dict[str, float] = {}
 
 
 BottleneckClass = Literal["memory", "compute", "underutilized", "unknown"]

@@ -53,9 +53,9 @@ def profile_kernel(
     with tempfile.TemporaryDirectory(prefix="beamsearch-ncu-") as tmp:
         folder = Path(tmp)
         log, req, res, out = (folder / n for n in ("ncu.csv", "request.json", "result.json", "output.txt"))
-        req.write_text(request.model_dump_json())
         command = ncu_command(ncu, log, req, res)
-        start = time.perf_counter()
+        start, launched_at = time.perf_counter(), time.time()
+        req.write_text(request.model_copy(update={"launched_at": launched_at}).model_dump_json())
         returncode, timed_out = _run(command, out, timeout_s, spec.device, folder)
         duration = time.perf_counter() - start
         text = log.read_text(errors="replace") if log.is_file() else ""
@@ -75,6 +75,7 @@ def profile_kernel(
             return Profile(available=False, reason=f"unreadable result from the profiled process: {e}", **common)
         if call.status != "ok":
             return Profile(available=False, reason=f"the profiled call failed: {call.reason}", **common)
+        common["steps_s"] = call.steps_s | {"ncu_done": round(duration, 3)}
         return _profile_from(parse_raw_csv(text), call, common)
 
 

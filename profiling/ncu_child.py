@@ -9,6 +9,7 @@ never mistakes a PyTorch kernel (an input conversion, a copy) for the candidate'
 from __future__ import annotations
 
 import sys
+import time
 import traceback
 from pathlib import Path
 
@@ -18,17 +19,20 @@ import triton
 from beamsearch.schema import ProfiledCall, ProfileRequest
 from workers.binding import bind, model_values
 from workers.gpu_lock import gpu_lock
+from workers.phases import Steps
 from workers.problem_instance import instantiate, load_kernel_function, load_problem_module, select_device
 
 
-def profile_one_call(req: ProfileRequest) -> ProfiledCall:
+def profile_one_call(req: ProfileRequest, steps: Steps) -> ProfiledCall:
     select_device(req.spec)
     instance = instantiate(load_problem_module(req.spec), req.spec, req.seed)
+    steps.end("inputs")
     call = bind(load_kernel_function(req.kernel_path), instance.inputs, model_values(instance.model))
     launched: list[str] = []
     with torch.no_grad():
         call()  # compile and warm up, not profiled
         torch.cuda.synchronize()
+        steps.end("first_call")
         triton.knobs.runtime.launch_enter_hook = lambda meta: launched.append(meta.data["name"])
         with gpu_lock(req.spec.device, req.lock_dir) as waited_s:
             torch.cuda.cudart().cudaProfilerStart()
@@ -36,13 +40,16 @@ def profile_one_call(req: ProfileRequest) -> ProfiledCall:
             torch.cuda.synchronize()
             torch.cuda.cudart().cudaProfilerStop()
         triton.knobs.runtime.launch_enter_hook = None
-    return ProfiledCall(status="ok", own_kernels=sorted(set(launched)), lock_wait_s=waited_s)
+    steps.end("profiled")
+    return ProfiledCall(status="ok", own_kernels=sorted(set(launched)), lock_wait_s=waited_s, steps_s=steps.ended)
 
 
 def main(argv: list[str]) -> None:
     request = ProfileRequest.model_validate_json(Path(argv[1]).read_text())
+    steps = Steps(request.launched_at or time.time(), clock=time.time)
+    steps.end("imported")  # ncu, Python and torch started
     try:
-        result = profile_one_call(request)
+        result = profile_one_call(request, steps)
     except BaseException as e:  # noqa: BLE001 - the kernel may raise anything; report it
         result = ProfiledCall(status="failed", reason=f"{type(e).__name__}: {e}".splitlines()[0][:500] + "\n"
                               + traceback.format_exc()[-2000:])  # fmt: skip

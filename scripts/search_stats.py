@@ -6,11 +6,15 @@ Reads each run's summary.json (or state.json) and its candidates' result.json. P
 seconds of each task stage (verify, time, profile...: child start-up, compiles and waits for the GPU lock
 included); `lock stages share` is the time and profile stages' seconds over the rounds' GPU-seconds
 (wall x GPUs): above 100 % the workers queue for the GPU lock, and the GPU's measurement is the limit.
+
+With `--steps`, a second table: inside each child (verification, timing, ncu), the median time from the
+job's start at which each step ended, so two runs' slow stages can be compared step by step.
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 from pathlib import Path
 
 from rich.console import Console
@@ -44,10 +48,36 @@ def stats(run: Path, gpus: int) -> dict[str, float | str]:
     }
 
 
+def step_medians(run: Path) -> dict[str, float]:
+    """Median end of each child step over the run's candidates, keyed ``stage: step``."""
+    ends: dict[str, list[float]] = {}
+    for p in run.glob("optimization_trace/round_*/candidates/*/result.json"):
+        r = TaskResult.model_validate_json(p.read_text())
+        jobs = [("verify", t.verdict.steps_s) for t in r.tries[:1]]
+        jobs += [("time", r.timing.steps_s)] if r.timing else []
+        jobs += [("ncu", r.profile.steps_s)] if r.profile else []
+        for stage, steps in jobs:
+            for step, s in steps.items():
+                ends.setdefault(f"{stage}: {step}", []).append(s)
+    return {k: statistics.median(v) for k, v in ends.items()}
+
+
+def print_steps(runs: list[Path], console: Console) -> None:
+    medians = {run: step_medians(run) for run in runs}
+    table = Table(title="median end of each step inside the children (s from the job's start; ncu: from its launch)")
+    table.add_column("stage: step")
+    for run in runs:
+        table.add_column(run.name, justify="right")
+    for key in dict.fromkeys(k for m in medians.values() for k in m):
+        table.add_row(key, *[f"{medians[run][key]:.2f}" if key in medians[run] else "-" for run in runs])
+    console.print(table)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", nargs="+", type=Path)
     parser.add_argument("--gpus", nargs="+", type=int, help="GPUs each run used (default 1 each)")
+    parser.add_argument("--steps", action="store_true", help="also the children's step-by-step times")
     args = parser.parse_args()
     gpus = args.gpus or [1] * len(args.runs)
     rows = [stats(run, g) for run, g in zip(args.runs, gpus, strict=True)]
@@ -57,7 +87,10 @@ def main() -> None:
         table.add_column(c, justify="left" if c == "run" else "right")
     for row in rows:
         table.add_row(*[f"{row[c]:.2f}" if isinstance(row.get(c), float) else str(row.get(c, "-")) for c in columns])
-    Console(width=250).print(table)
+    console = Console(width=250)
+    console.print(table)
+    if args.steps:
+        print_steps(args.runs, console)
 
 
 if __name__ == "__main__":

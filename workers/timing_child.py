@@ -35,6 +35,7 @@ from workers.compare import compare
 from workers.compiled_code import launch_hash
 from workers.gpu_lock import gpu_lock, lock_folder
 from workers.integrity import BackgroundWork, Snapshot, ThreadStarts, install_thread_tripwire
+from workers.phases import Steps
 from workers.problem_instance import (
     ProblemInstance,
     instantiate,
@@ -178,6 +179,7 @@ def time_in_child(req: TimingRequest) -> TimingResult:
 
 def _time_in_child(req: TimingRequest, alone: contextlib.ExitStack) -> TimingResult:
     start = time.perf_counter()
+    steps = Steps(start)
     spec = req.spec
     seed = nudge_seed()
     watch: KernelWatch | None = None
@@ -191,52 +193,62 @@ def _time_in_child(req: TimingRequest, alone: contextlib.ExitStack) -> TimingRes
         if req.exclusive:
             waited_s = alone.enter_context(gpu_lock(spec.device, req.lock_dir))
         instance = instantiate(load_problem_module(spec), spec, req.seed)
+        steps.end("inputs")
         with torch.no_grad():
             if req.target != "eager" and req.target not in COMPILE_MODES:
                 watch = KernelWatch(instance, spec, seed, req.lock_dir)
+                steps.end("watch_ready")
             fn = build_callable(req.target, instance)
             if watch is not None:
                 watch.check_process("at import")
+            steps.end("target_built")
             first = time.perf_counter()
             with watch.threads if watch is not None else contextlib.nullcontext():
                 _run_synchronised(fn, spec.device)
             first_call_s = time.perf_counter() - first
+            steps.end("first_call")
             if watch is not None:
                 watch.check_process("first call")
                 if spec.device.startswith("cuda"):
                     with watch.threads, contextlib.suppress(Exception):  # a hash is a bonus, never a failure
                         compiled_hash = launch_hash(fn, _synchronize)
                     watch.check_process("the call that hashes the compiled code")
+                    steps.end("hashed")
             nudger = InputNudger(instance.inputs, seed)
             with contextlib.nullcontext(0.0) if req.exclusive else gpu_lock(spec.device, req.lock_dir) as waited:
                 waited_s += waited
+                steps.end("locked")
                 with watch.threads if watch is not None else contextlib.nullcontext():
                     timing = measure(
                         fn, spec.device, dtype=spec.dtype, shapes=spec.shapes, warmup_ms=req.warmup_ms,
                         rep_ms=req.rep_ms, min_reps=req.min_reps, max_reps=req.max_reps, between_reps=nudger,
                     )  # fmt: skip
+            steps.end("measured")
             nudger.restore()
             if watch is not None:
                 watch.check_process("during the timed calls")
                 watch.check_output(fn)
                 watch.check_process("after the last call")
                 watch.check_timing(timing)
+                steps.end("checked")
     except Rejected as r:
         return TimingResult(
             target=req.target, status="failed", reason=str(r)[:900], timing=timing, lock_wait_s=waited_s,
             first_call_s=first_call_s, duration_s=time.perf_counter() - start, checks=watch.checks if watch else [],
             perturb_seed=seed, sandbox=watch.sandbox if watch else "",
+            steps_s=steps.ended,
         )  # fmt: skip
     except BaseException as e:  # noqa: BLE001 - whatever the target does, report it
         return TimingResult(
             target=req.target, status="failed", reason=f"{type(e).__name__}: {e}".splitlines()[0][:500],
             duration_s=time.perf_counter() - start, traceback=traceback.format_exc(),
             checks=watch.checks if watch else [], perturb_seed=seed, sandbox=watch.sandbox if watch else "",
+            steps_s=steps.ended,
         )  # fmt: skip
     return TimingResult(
         target=req.target, status="ok", timing=timing, lock_wait_s=waited_s, first_call_s=first_call_s,
         duration_s=time.perf_counter() - start, checks=watch.checks if watch else [], perturb_seed=seed,
-        sandbox=watch.sandbox if watch else "", compiled_hash=compiled_hash,
+        sandbox=watch.sandbox if watch else "", compiled_hash=compiled_hash, steps_s=steps.ended,
     )  # fmt: skip
 
 

@@ -36,6 +36,7 @@ from workers.child_process import TAIL_CHARS, serve
 from workers.compare import compare
 from workers.gpu_lock import gpu_lock
 from workers.kernel_runner import KernelProcess, KernelProcessDied
+from workers.phases import Steps
 from workers.problem_instance import (
     TORCH_DTYPES,
     ProblemInstance,
@@ -70,6 +71,7 @@ class Checks:
         self.call_times_s: list[float] = []
         self.nudge_seed: int | None = None
         self.sandbox = ""
+        self.steps = Steps()
 
     def record(self, name: str, passed: bool, detail: str = "") -> None:
         """Keep one line per check: its first pass, or the failure that ends verification."""
@@ -98,6 +100,7 @@ def verify(req: VerifyRequest, runner: KernelProcess) -> Verdict:
         status, reason, tb = "problem_error", f"verification could not run: {type(e).__name__}: {e}"[:500], traceback.format_exc()
     finally:
         runner.stop()  # before the verdict is written: nothing of the kernel's runs past this point
+        checks.steps.end("runner_stopped")
     return Verdict(
         started_at=started_at,
         passed=status == "ok",
@@ -116,6 +119,7 @@ def verify(req: VerifyRequest, runner: KernelProcess) -> Verdict:
         traceback=tb,
         nudge_seed=checks.nudge_seed,
         sandbox=checks.sandbox,
+        steps_s=checks.steps.ended,
     )
 
 
@@ -181,19 +185,24 @@ def _verify(req: VerifyRequest, checks: Checks, runner: KernelProcess) -> None:
         raise Failed("problem_error", str(e), traceback.format_exc()) from e
     if not Path(req.kernel_path).is_file():
         raise Failed("compile_failed", f"kernel file {req.kernel_path} does not exist")
+    checks.steps.end("problem_loaded")
     kernel = _Kernel(runner)
     kernel.load(req.kernel_path, spec.device, checks)
+    checks.steps.end("kernel_imported")
     pool = _SharedPool(spec.device)
     for i, seed in enumerate(req.seeds):
         try:
             with pool:
                 instance = instantiate(module, spec, seed)
+            checks.steps.end(f"seed{i}_inputs")
             reference = reference_output(instance, spec)
+            checks.steps.end(f"seed{i}_reference")
         except Exception as e:
             raise Failed("problem_error", f"problem failed for seed {seed}: {e}", traceback.format_exc()) from e
         values = model_values(instance.model)
         where = f"seed {seed}"
         _checked_call(kernel, instance.inputs, values, reference, req, checks, where)
+        checks.steps.end(f"seed{i}_checked")
         if i > 0:
             continue
         # Same tensors, new values: a kernel that caches results by pointer returns the old answer.
@@ -215,6 +224,7 @@ def _verify(req: VerifyRequest, checks: Checks, runner: KernelProcess) -> None:
         with pool:
             again = [t.clone() if isinstance(t, torch.Tensor) else t for t in nudged]
         _checked_call(kernel, again, values, reference, req, checks, f"{where}, the same values again")
+        checks.steps.end("cache_checks")
 
 
 def _checked_call(
