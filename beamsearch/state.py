@@ -62,6 +62,8 @@ class Task(Record):
     history: list[Attempt] = Field([], description="earlier attempts of the run (hash, note, outcome, lesson)")
     known_compiled: dict[str, float] = Field({}, description="compiled-code hash -> fastest ms of the earlier "
                                              "rounds: a candidate no faster than its code's best is not profiled")
+    beam_cut_ms: float | None = Field(None, description="the slowest beam kernel's ms when the beam is full: a "
+                                      "candidate no faster cannot enter it, so it is not profiled")
 
 
 class VerifyTry(Record):

@@ -2,7 +2,8 @@
 
     python scripts/search_stats.py RUN_DIR [RUN_DIR ...] [--gpus N ...]
 
-Reads each run's summary.json (or state.json) and its candidates' result.json. Per candidate, the wall
+Reads each run's summary.json (or state.json) and its tasks' result.json. A candidate is a task that
+proposed a kernel (one with nothing new to propose is not counted). Per candidate, the wall
 seconds of each task stage (verify, time, profile...: child start-up, compiles and waits for the GPU lock
 included); `lock stages share` is the time and profile stages' seconds over the rounds' GPU-seconds
 (wall x GPUs): above 100 % the workers queue for the GPU lock, and the GPU's measurement is the limit.
@@ -34,10 +35,13 @@ def stats(run: Path, gpus: int) -> dict[str, float | str]:
         r.stage_s.pop("diagnose", None), r.stage_s.pop("reflect", None), r.stage_s.pop("profile_parent", None)
         for k, v in r.stage_s.items():
             stage_s[k] = stage_s.get(k, 0.0) + v
-    n = len(results)
+    # A candidate is a proposed kernel: a task whose proposer had nothing new to offer took no time and is
+    # not counted (the first versions of this script counted them, which flattered runs with more of them).
+    n = sum(r.kernel is not None for r in results)
     return {
         "run": run.name,
         "gpus": gpus,
+        "tasks": len(results),
         "candidates": n,
         "rounds": len(rounds),
         "s per round": search_s / len(rounds),

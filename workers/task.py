@@ -163,11 +163,15 @@ def run_task(task: Task, ctx: WorkerContext) -> TaskResult:
     # Code the run already timed at least as fast: the driver marks it a duplicate, so ncu would be wasted.
     repeat = timing.compiled_hash is not None and is_repeat(task.known_compiled.get(timing.compiled_hash), ms)
     if config.profile and spec.device.startswith("cuda") and not suspect and not repeat:
-        with stages("profile"):
-            profile = profile_candidate(spec, path, seeds[0])
-        roofline = classify(profile.combined) if profile.available else None
-        gpu_s += profile.duration_s if profile.available else 0.0
-        ctx.profiles[kernel.hash] = (profile, roofline)
+        too_slow = outside_beam(task.beam_cut_ms, ms)
+        if too_slow:
+            profile = Profile(available=False, skipped=True, reason=too_slow)
+        else:
+            with stages("profile"):
+                profile = profile_candidate(spec, path, seeds[0])
+            roofline = classify(profile.combined) if profile.available else None
+            gpu_s += profile.duration_s if profile.available else 0.0
+            ctx.profiles[kernel.hash] = (profile, roofline)
 
     with stages("reflect"):
         reflection = _reflect(llm, diagnosis, task, parent, kernel, ms, verdict)
@@ -177,6 +181,14 @@ def run_task(task: Task, ctx: WorkerContext) -> TaskResult:
     return _done(TaskResult(status=status, reason=reason, timing=timing, profile=profile, roofline=roofline,
                             pct_of_floor=pct, reflection=reflection, lesson=lesson, exchanges=_exchanges(llm),
                             gpu_measure_s=gpu_s, **common), stages)  # fmt: skip
+
+
+def outside_beam(cut_ms: float | None, ms: float) -> str:
+    """Why a kernel timed at ``ms`` is not profiled ("" if it is): a profile guides the rounds that start
+    from a kernel, and one no faster than the slowest kernel of a full beam cannot enter it."""
+    if cut_ms is None or ms < cut_ms:
+        return ""
+    return f"not profiled: {ms:.4f} ms is no faster than the slowest kernel in the beam ({cut_ms:.4f} ms), so it cannot enter it"
 
 
 def measure_input(task: Task, ctx: WorkerContext) -> TaskResult:
@@ -248,7 +260,7 @@ def retime(spec: RunSpec, entries: list[BeamEntry], ctx: WorkerContext, rounds: 
 
 
 def parent_measure(parent: BeamEntry, spec: RunSpec, profile_on: bool, ctx: WorkerContext) -> tuple[Profile | None, Roofline | None]:
-    if parent.profile is not None:
+    if parent.profile is not None and not parent.profile.skipped:
         return parent.profile, parent.roofline
     if parent.kernel.hash in ctx.profiles:
         return ctx.profiles[parent.kernel.hash]
