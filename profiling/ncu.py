@@ -22,7 +22,7 @@ from pathlib import Path
 from beamsearch.schema import Profile, ProfiledCall, ProfileRequest, RunSpec
 from profiling.metrics import metric_keys
 from profiling.ncu_parse import combine, is_own_kernel, kernel_profiles, parse_raw_csv
-from workers.child_process import child_env, kill_group
+from workers.child_process import ONE_WORK_QUEUE, child_env, kill_group
 
 DEFAULT_NCU_TIMEOUT_S = 300.0
 NCU_CANDIDATES = ("/usr/local/cuda/bin/ncu", "/opt/nvidia/nsight-compute/ncu")
@@ -109,7 +109,7 @@ def _ncu_problem(text: str) -> str:
 def _run(command: list[str], output: Path, timeout_s: float, device: str, cwd: Path) -> tuple[int | None, bool]:
     with open(output, "wb") as out:
         proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                env=child_env(device), cwd=cwd, start_new_session=True)  # fmt: skip
+                                env=ONE_WORK_QUEUE | child_env(device), cwd=cwd, start_new_session=True)  # fmt: skip
         try:
             return proc.wait(timeout=timeout_s), False
         except subprocess.TimeoutExpired:

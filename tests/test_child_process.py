@@ -106,3 +106,20 @@ def test_a_spare_from_another_environment_is_not_reused(scale_spec: RunSpec, mon
     assert old_spares <= set(child_process._spares)  # the first spare is still there, unused
     assert len(set(child_process._spares) - old_spares) == 1
     child_process._kill_spares()
+
+
+def test_gpu_jobs_start_the_cuda_driver_while_they_wait_and_cpu_jobs_do_not(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert child_process.child_env("cuda")[child_process.EARLY_CUDA_INIT] == "1"
+    assert child_process.EARLY_CUDA_INIT not in child_process.child_env("cpu")
+    import torch
+
+    calls: list[str] = []
+    monkeypatch.setattr(torch.cuda, "init", lambda: calls.append("init"))
+    monkeypatch.delenv(child_process.EARLY_CUDA_INIT, raising=False)
+    child_process.start_cuda_driver()
+    assert calls == []
+    monkeypatch.setenv(child_process.EARLY_CUDA_INIT, "1")
+    child_process.start_cuda_driver()
+    assert calls == ["init"]
+    monkeypatch.setattr(torch.cuda, "init", lambda: 1 / 0)
+    child_process.start_cuda_driver()  # a failure is left for the job to meet and report

@@ -15,6 +15,10 @@ Starting Python and importing torch takes seconds, so after handing out a child 
 next one at once, as a *spare* that imports while the current job runs and then waits on its stdin.
 A spare is still a fresh process: it has run no candidate code. Spares exit when the parent's end of
 their stdin closes (the parent exits) and are killed at interpreter exit.
+
+A GPU job's spare also loads the CUDA driver while it waits (``start_cuda_driver``): on a host with
+several GPUs the driver's start-up queues when many processes start together (0.4 s alone, 3 s for 16
+at once, measured on 4 x H200), and every stage of a task starts a process.
 """
 
 from __future__ import annotations
@@ -43,6 +47,12 @@ from pydantic import BaseModel
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 TAIL_CHARS = 4000
 CHILD_FOLDER_PREFIX = "beamsearch-child-"
+EARLY_CUDA_INIT = "BEAMSEARCH_EARLY_CUDA_INIT"
+# For processes that check or profile a kernel but never time it: one hardware work queue per context
+# instead of eight makes a CUDA context several times faster to create when many are made at once (1.6 s
+# against 0.5 s for 16 at once on 4 x H200). It can only take concurrency away between streams, and
+# timings are never taken under it.
+ONE_WORK_QUEUE = {"CUDA_DEVICE_MAX_CONNECTIONS": "1"}
 log = logging.getLogger(__name__)
 
 Req = TypeVar("Req", bound=BaseModel)
@@ -128,7 +138,22 @@ def child_env(device: str) -> dict[str, str]:
         env["TRITON_INTERPRET"] = "1"
     else:
         env.pop("TRITON_INTERPRET", None)
+        env[EARLY_CUDA_INIT] = "1"
     return env
+
+
+def start_cuda_driver() -> None:
+    """In a GPU job's process, before its job: initialise the CUDA driver and runtime (no context is
+    made, so a spare that never gets a job holds no GPU memory). Failing here costs nothing: the job
+    initialises CUDA itself and reports what goes wrong."""
+    if os.environ.get(EARLY_CUDA_INIT) != "1":
+        return
+    import torch
+
+    try:
+        torch.cuda.init()
+    except Exception as e:  # noqa: BLE001 - the job will meet the same problem and say so
+        log.debug("early CUDA initialisation failed: %s", e)
 
 
 def spare_key(module: str, env: dict[str, str]) -> tuple[str, int]:
@@ -256,10 +281,12 @@ def serve(request_model: type[Req], handle: Callable[[Req], BaseModel]) -> None:
     """Child side: wait for the two paths and the key on stdin, handle the request, write the signed
     result, exit.
 
-    All three lines are read before anything else runs, so the key leaves the pipe at once. Exits with
+    The CUDA driver is started while the job is awaited. All three lines are read before anything else
+    runs, so the key leaves the pipe at once. Exits with
     ``os._exit`` right after the result is written: interpreter and CUDA teardown with GBs allocated
     takes seconds, and nothing is left to do.
     """
+    start_cuda_driver()
     req_path = sys.stdin.readline().strip()
     res_path = sys.stdin.readline().strip()
     secret = sys.stdin.readline().strip()

@@ -27,6 +27,7 @@ from typing import Any
 import torch
 
 from workers.binding import BindError, bind
+from workers.child_process import start_cuda_driver
 from workers.integrity import BackgroundWork, Snapshot
 from workers.problem_instance import load_kernel_function, select_device_name
 from workers.sandbox import confine_job
@@ -197,6 +198,7 @@ class _Runner:
 
 def _serve(channel: Channel) -> None:
     warm_up()  # while the judge waits for its job
+    start_cuda_driver()
     runner = _Runner()
     while True:
         try:

@@ -32,7 +32,7 @@ import torch
 
 from beamsearch.schema import CheckResult, RunSpec, Verdict, VerifyRequest
 from workers.binding import model_values
-from workers.child_process import TAIL_CHARS, serve
+from workers.child_process import ONE_WORK_QUEUE, TAIL_CHARS, serve
 from workers.compare import compare
 from workers.gpu_lock import gpu_lock
 from workers.kernel_runner import KernelProcess, KernelProcessDied
@@ -378,6 +378,8 @@ def _undumpable() -> None:
 
 
 if __name__ == "__main__":
+    for _name, _value in ONE_WORK_QUEUE.items():  # for the judge and the runner: neither times anything
+        os.environ.setdefault(_name, _value)
     _runner = KernelProcess.fork()  # before the job, its key and any GPU work: the fork inherits none of them
     _undumpable()
     serve(VerifyRequest, lambda request: verify(request, _runner))
