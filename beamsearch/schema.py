@@ -214,8 +214,9 @@ class Profile(Record):
     ncu_version: str = ""
     command: list[str] = []
     duration_s: float = Field(0.0, description="wall time of the ncu run, start-up included")
-    steps_s: dict[str, float] = Field({}, description="when each step ended, in seconds from launching ncu: "
-                                      "python started, torch imported, inputs, first call, profiled call, exit")
+    steps_s: dict[str, float] = Field({}, description="when each step ended, in seconds from handing the job "
+                                      "over: job read (start-up, if no spare was waiting), inputs, first call, "
+                                      "profiled call, ncu done")
 
 
 class ProfileRequest(Record):
@@ -223,7 +224,7 @@ class ProfileRequest(Record):
     kernel_path: str
     seed: int = 0
     lock_dir: str = ""
-    launched_at: float = Field(0.0, description="epoch seconds when ncu was launched")
+    handed_over_at: float = Field(0.0, description="epoch seconds when the request was handed to the profiled process")
 
 
 class ProfiledCall(Record):

@@ -1,9 +1,11 @@
 """Profiling a kernel with Nsight Compute, in a child process, filtered to the kernel's own launches.
 
     ncu --clock-control none --csv --page raw --print-units base --metrics <schema>
-        --profile-from-start off --log-file ncu.csv  python -m profiling.ncu_child request result
+        --profile-from-start off --log-file <job folder>/ncu.csv  python -m profiling.ncu_child
 
-Only one call of ``kernel_function`` is profiled (the child brackets it with cudaProfilerStart/Stop
+The profiled process is a ``workers.child_process`` job: started ahead as a spare (ncu, Python and
+torch take seconds to start, more under ncu), handed its request on stdin, killed with its process
+group afterwards. Only one call of ``kernel_function`` is profiled (the child brackets it with cudaProfilerStart/Stop
 after a warm-up call), under the GPU lock, and only the Triton kernels that call launched are kept.
 Any failure (no ncu, no permission to the counters, a timeout, a crash, nothing profiled) gives an
 unavailable Profile with the reason: the search carries on without it.
@@ -11,18 +13,18 @@ unavailable Profile with the reason: the search carries on without it.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 from beamsearch.schema import Profile, ProfiledCall, ProfileRequest, RunSpec
 from profiling.metrics import metric_keys
 from profiling.ncu_parse import combine, is_own_kernel, kernel_profiles, parse_raw_csv
-from workers.child_process import ONE_WORK_QUEUE, child_env, kill_group
+from workers.child_process import Prefix, run_child
 
 DEFAULT_NCU_TIMEOUT_S = 300.0
 NCU_CANDIDATES = ("/usr/local/cuda/bin/ncu", "/opt/nvidia/nsight-compute/ncu")
@@ -32,12 +34,23 @@ def find_ncu() -> str | None:
     return shutil.which("ncu") or next((c for c in NCU_CANDIDATES if os.access(c, os.X_OK)), None)
 
 
-def ncu_command(ncu: str, log_path: Path, request_path: Path, result_path: Path) -> list[str]:
+NCU_LOG = "ncu.csv"
+
+
+def ncu_prefix(ncu: str, folder: Path) -> list[str]:
+    """ncu's part of the profiled process's command line; its report goes to the job's folder."""
     return [
         ncu, "--clock-control", "none", "--csv", "--page", "raw", "--print-units", "base",
-        "--metrics", ",".join(metric_keys()), "--profile-from-start", "off", "--log-file", str(log_path),
-        sys.executable, "-m", "profiling.ncu_child", str(request_path), str(result_path),
+        "--metrics", ",".join(metric_keys()), "--profile-from-start", "off", "--log-file", str(folder / NCU_LOG),
     ]  # fmt: skip
+
+
+_prefixes: dict[str, Prefix] = {}
+
+
+def _prefix_for(ncu: str) -> Prefix:
+    """One prefix object per ncu binary, so the spare started for one job serves the next."""
+    return _prefixes.setdefault(ncu, functools.partial(ncu_prefix, ncu))
 
 
 def profile_kernel(
@@ -49,34 +62,27 @@ def profile_kernel(
     ncu = find_ncu()
     if ncu is None:
         return Profile(available=False, reason="ncu (Nsight Compute) not found on PATH or in /usr/local/cuda/bin")
-    request = ProfileRequest(spec=spec, kernel_path=str(Path(kernel_path).resolve()), seed=seed, lock_dir=lock_dir)
-    with tempfile.TemporaryDirectory(prefix="beamsearch-ncu-") as tmp:
-        folder = Path(tmp)
-        log, req, res, out = (folder / n for n in ("ncu.csv", "request.json", "result.json", "output.txt"))
-        command = ncu_command(ncu, log, req, res)
-        start, launched_at = time.perf_counter(), time.time()
-        req.write_text(request.model_copy(update={"launched_at": launched_at}).model_dump_json())
-        returncode, timed_out = _run(command, out, timeout_s, spec.device, folder)
-        duration = time.perf_counter() - start
-        text = log.read_text(errors="replace") if log.is_file() else ""
-        output = out.read_text(errors="replace")
-        common = {"command": command, "duration_s": duration, "ncu_version": ncu_version(ncu)}
-        if timed_out:
-            return Profile(available=False, reason=f"ncu did not finish within {timeout_s:.0f} s", **common)
-        problem = _ncu_problem(text + output)
-        if problem:
-            return Profile(available=False, reason=problem, **common)
-        if not res.is_file():
-            tail = (output.strip().splitlines() or [""])[-1][:300]
-            return Profile(available=False, reason=f"the profiled process died (exit {returncode}): {tail}", **common)
-        try:
-            call = ProfiledCall.model_validate_json(res.read_text())
-        except ValueError as e:  # pydantic's ValidationError included
-            return Profile(available=False, reason=f"unreadable result from the profiled process: {e}", **common)
-        if call.status != "ok":
-            return Profile(available=False, reason=f"the profiled call failed: {call.reason}", **common)
-        common["steps_s"] = call.steps_s | {"ncu_done": round(duration, 3)}
-        return _profile_from(parse_raw_csv(text), call, common)
+    request = ProfileRequest(spec=spec, kernel_path=str(Path(kernel_path).resolve()), seed=seed, lock_dir=lock_dir,
+                             handed_over_at=time.time())  # fmt: skip
+    prefix = _prefix_for(ncu)
+    run = run_child("profiling.ncu_child", request, timeout_s, spec.device, prefix=prefix, read_back=NCU_LOG)
+    command = [*prefix(Path("<job folder>")), sys.executable, "-m", "profiling.ncu_child"]
+    common = {"command": command, "duration_s": run.duration_s, "ncu_version": ncu_version(ncu)}
+    if run.status == "timeout":
+        return Profile(available=False, reason=f"ncu did not finish within {timeout_s:.0f} s", **common)
+    problem = _ncu_problem(run.read_back + run.output_tail)
+    if problem:
+        return Profile(available=False, reason=problem, **common)
+    if run.status == "crashed":
+        return Profile(available=False, reason=f"the profiled process: {run.describe_death()}", **common)
+    try:
+        call = ProfiledCall.model_validate_json(run.result_json)
+    except ValueError as e:  # pydantic's ValidationError included
+        return Profile(available=False, reason=f"unreadable result from the profiled process: {e}", **common)
+    if call.status != "ok":
+        return Profile(available=False, reason=f"the profiled call failed: {call.reason}", **common)
+    common["steps_s"] = call.steps_s | {"ncu_done": round(run.duration_s, 3)}
+    return _profile_from(parse_raw_csv(run.read_back), call, common)
 
 
 def _profile_from(launches: list, call: ProfiledCall, common: dict) -> Profile:
@@ -104,18 +110,6 @@ def _ncu_problem(text: str) -> str:
                 "NVreg_RestrictProfilingToAdminUsers=0; see https://developer.nvidia.com/ERR_NVGPUCTRPERM")  # fmt: skip
     errors = [ln for ln in text.splitlines() if ln.startswith("==ERROR==")]
     return errors[0][:500] if errors else ""
-
-
-def _run(command: list[str], output: Path, timeout_s: float, device: str, cwd: Path) -> tuple[int | None, bool]:
-    with open(output, "wb") as out:
-        proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                env=ONE_WORK_QUEUE | child_env(device), cwd=cwd, start_new_session=True)  # fmt: skip
-        try:
-            return proc.wait(timeout=timeout_s), False
-        except subprocess.TimeoutExpired:
-            return None, True
-        finally:
-            kill_group(proc)  # also whatever the profiled process left running
 
 
 _versions: dict[str, str] = {}

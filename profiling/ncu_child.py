@@ -1,6 +1,7 @@
 """The program ncu runs: one call of kernel_function, bracketed by cudaProfilerStart/Stop.
 
-``ncu --profile-from-start off ... python -m profiling.ncu_child request.json result.json``. The first
+``ncu --profile-from-start off ... python -m profiling.ncu_child``, a ``workers.child_process`` job
+(request on stdin, signed result), run only through ``profiling.ncu.profile_kernel``. The first
 call compiles and warms up outside the profiled range; the second is profiled, under the GPU lock. A
 Triton launch hook records the names of the kernels the call launched, so the parent keeps those and
 never mistakes a PyTorch kernel (an input conversion, a copy) for the candidate's.
@@ -8,16 +9,16 @@ never mistakes a PyTorch kernel (an input conversion, a copy) for the candidate'
 
 from __future__ import annotations
 
-import sys
+import os
 import time
 import traceback
-from pathlib import Path
 
 import torch
 import triton
 
 from beamsearch.schema import ProfiledCall, ProfileRequest
 from workers.binding import bind, model_values
+from workers.child_process import ONE_WORK_QUEUE, serve
 from workers.gpu_lock import gpu_lock
 from workers.phases import Steps
 from workers.problem_instance import instantiate, load_kernel_function, load_problem_module, select_device
@@ -44,18 +45,18 @@ def profile_one_call(req: ProfileRequest, steps: Steps) -> ProfiledCall:
     return ProfiledCall(status="ok", own_kernels=sorted(set(launched)), lock_wait_s=waited_s, steps_s=steps.ended)
 
 
-def main(argv: list[str]) -> None:
-    request = ProfileRequest.model_validate_json(Path(argv[1]).read_text())
-    steps = Steps(request.launched_at or time.time(), clock=time.time)
-    steps.end("imported")  # ncu, Python and torch started
+def handle(request: ProfileRequest) -> ProfiledCall:
+    steps = Steps(request.handed_over_at or time.time(), clock=time.time)
+    steps.end("job_read")  # about 0 when a spare was waiting; ncu, Python and torch start-up otherwise
     try:
-        result = profile_one_call(request, steps)
+        return profile_one_call(request, steps)
     except BaseException as e:  # noqa: BLE001 - the kernel may raise anything; report it
-        result = ProfiledCall(status="failed", reason=f"{type(e).__name__}: {e}".splitlines()[0][:500] + "\n"
-                              + traceback.format_exc()[-2000:])  # fmt: skip
-    Path(argv[2]).write_text(result.model_dump_json())
-    # A normal exit (no os._exit): ncu's injected library finishes its report at process exit.
+        return ProfiledCall(status="failed", reason=f"{type(e).__name__}: {e}".splitlines()[0][:500] + "\n"
+                            + traceback.format_exc()[-2000:])  # fmt: skip
 
 
 if __name__ == "__main__":
-    main(sys.argv)
+    for _name, _value in ONE_WORK_QUEUE.items():  # nothing is timed here
+        os.environ.setdefault(_name, _value)
+    # A normal exit (no os._exit): ncu's injected library finishes its report at process exit.
+    serve(ProfileRequest, handle, exit_normally=True)

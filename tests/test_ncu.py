@@ -51,10 +51,38 @@ def test_ncu_timeout_is_killed(monkeypatch, tmp_path) -> None:
 def test_command_profiles_one_call_with_the_schema_metrics() -> None:
     from pathlib import Path
 
-    cmd = ncu.ncu_command("ncu", Path("log.csv"), Path("req.json"), Path("res.json"))
+    cmd = ncu.ncu_prefix("ncu", Path("/job"))
     assert cmd[:9] == ["ncu", "--clock-control", "none", "--csv", "--page", "raw", "--print-units", "base", "--metrics"]
     assert DURATION in cmd[9] and COMPUTE_SOL in cmd[9]
     assert "--profile-from-start" in cmd and cmd[cmd.index("--profile-from-start") + 1] == "off"
+    assert cmd[-2:] == ["--log-file", "/job/ncu.csv"]
+
+
+# Runs the profiled command as ncu would, then writes its "report" ($REPORT) to the --log-file.
+PASS_THROUGH = '''while [ "$1" != "--log-file" ]; do shift; done
+log="$2"; shift 2
+"$@"
+echo "$REPORT" > "$log"'''
+
+
+def test_the_profiled_process_gets_its_job_on_stdin_and_ncus_report_is_read_back(monkeypatch, tmp_path) -> None:
+    """On the CPU the profiled call itself fails (no CUDA), but that answer has to come through the job's
+    signed result, and the report through the job's folder; a spare waits for the next job."""
+    from workers import child_process
+
+    script = fake_ncu(tmp_path, PASS_THROUGH)
+    monkeypatch.setattr(ncu, "find_ncu", lambda: script)
+    monkeypatch.setenv("REPORT", "no error here")
+    profile = ncu.profile_kernel(GPU_SPEC, str(KERNELS / "good.py"))
+    assert not profile.available and profile.reason.startswith("the profiled call failed:"), profile.reason
+    assert profile.command[0] == script and profile.command[-2:] == ["-m", "profiling.ncu_child"]
+    key = child_process.spare_key("profiling.ncu_child", child_process.child_env("cuda"), ncu._prefix_for(script))
+    assert child_process._spares[key].proc.poll() is None
+    child_process._kill_spares()
+    monkeypatch.setenv("REPORT", "==ERROR== the counters are busy")
+    profile = ncu.profile_kernel(GPU_SPEC, str(KERNELS / "good.py"))
+    assert profile.reason == "==ERROR== the counters are busy"
+    child_process._kill_spares()
 
 
 @pytest.mark.gpu

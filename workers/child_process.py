@@ -24,6 +24,7 @@ at once, measured on 4 x H200), and every stage of a task starts a process.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import hashlib
 import hmac
 import json
@@ -38,7 +39,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Literal, TypeVar
 
@@ -56,6 +57,8 @@ ONE_WORK_QUEUE = {"CUDA_DEVICE_MAX_CONNECTIONS": "1"}
 log = logging.getLogger(__name__)
 
 Req = TypeVar("Req", bound=BaseModel)
+# What a job's Python runs under, given the job's folder (ncu, with its report written there); None: nothing.
+Prefix = Callable[[Path], list[str]]
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,7 @@ class ChildRun:
     duration_s: float
     requested_at: float  # epoch seconds when the request was handed over (to measure start-up)
     forged: bool = False  # a result file was there, but not signed with the job's key
+    read_back: str = field(default="", repr=False)  # the file the caller asked for from the job's folder
 
     def describe_death(self) -> str:
         if self.status == "timeout":
@@ -156,9 +160,9 @@ def start_cuda_driver() -> None:
         log.debug("early CUDA initialisation failed: %s", e)
 
 
-def spare_key(module: str, env: dict[str, str]) -> tuple[str, int]:
-    """Spares are kept per module and environment: one started under another environment is not reused."""
-    return module, hash(frozenset(env.items()))
+def spare_key(module: str, env: dict[str, str], prefix: Prefix | None = None) -> tuple[str, int, str]:
+    """Spares are kept per module, environment and prefix: one started otherwise is not reused."""
+    return module, hash(frozenset(env.items())), repr(prefix)
 
 
 def start_spares(modules: list[str], device: str) -> None:
@@ -171,37 +175,40 @@ def start_spares(modules: list[str], device: str) -> None:
                 _start_spare(module, env)
 
 
-def _start_spare(module: str, env: dict[str, str]) -> None:
+def _start_spare(module: str, env: dict[str, str], prefix: Prefix | None = None) -> None:
     """A new spare for ``module`` (callers hold ``_spares_lock``); a failed start only costs speed."""
     try:
-        _spares[spare_key(module, env)] = _spawn(module, env)
+        _spares[spare_key(module, env, prefix)] = _spawn(module, env, prefix)
     except OSError as e:
         log.warning("could not start a spare child: %s", e)
 
 
-def run_child(module: str, request: BaseModel, timeout_s: float, device: str) -> ChildRun:
+def run_child(module: str, request: BaseModel, timeout_s: float, device: str, *, prefix: Prefix | None = None,
+              read_back: str = "") -> ChildRun:  # fmt: skip
     """Run ``module``'s ``serve`` on ``request`` in a fresh process; never raises for what the child does.
 
-    Whatever happens (a timeout, an exception or Ctrl-C in the caller), the child's whole process group
-    is killed afterwards, so nothing a kernel started outlives its job, and its folder is removed.
+    ``prefix``: what the process runs under (ncu). ``read_back``: a file the job leaves in its folder
+    (ncu's report), returned as text. Whatever happens (a timeout, an exception or Ctrl-C in the
+    caller), the child's whole process group is killed afterwards, so nothing a kernel started outlives
+    its job, and its folder is removed.
     """
     env = child_env(device)
-    key = spare_key(module, env)
+    key = spare_key(module, env, prefix)
     with _spares_lock:
         child = _spares.pop(key, None)
         if child is not None and child.proc.poll() is not None:  # a spare that died while idle
             _discard(child)
             child = None
-        child = child or _spawn(module, env)
-        _start_spare(module, env)  # imports while this job runs
+        child = child or _spawn(module, env, prefix)
+        _start_spare(module, env, prefix)  # imports while this job runs
     try:
-        return _run_job(child, request, timeout_s)
+        return _run_job(child, request, timeout_s, read_back)
     finally:
         _kill(child)
         _discard(child)
 
 
-def _run_job(child: _Child, request: BaseModel, timeout_s: float) -> ChildRun:
+def _run_job(child: _Child, request: BaseModel, timeout_s: float, read_back: str = "") -> ChildRun:
     req_path, res_path = child.folder / "request.json", child.folder / "result.json"
     req_path.write_text(request.model_dump_json())
     secret = secrets.token_hex(32)
@@ -228,17 +235,21 @@ def _run_job(child: _Child, request: BaseModel, timeout_s: float) -> ChildRun:
         written = ""
     result = open_envelope(secret, written) if written else None
     status = "timeout" if timed_out else ("ok" if result is not None else "crashed")
+    extra = ""
+    if read_back:
+        with contextlib.suppress(OSError):
+            extra = (child.folder / read_back).read_text(errors="replace")
     return ChildRun(status, result or "", child.proc.returncode, tail, duration, requested_at,
-                    forged=bool(written) and result is None and not timed_out)  # fmt: skip
+                    forged=bool(written) and result is None and not timed_out, read_back=extra)  # fmt: skip
 
 
-def _spawn(module: str, env: dict[str, str]) -> _Child:
+def _spawn(module: str, env: dict[str, str], prefix: Prefix | None = None) -> _Child:
     folder = Path(tempfile.mkdtemp(prefix=CHILD_FOLDER_PREFIX))
     work = folder / "work"  # the kernel's cwd: what it writes there goes with the folder
     work.mkdir()
     log_file = open(folder / "output.log", "wb")  # noqa: SIM115 - closed when the job ends
     proc = subprocess.Popen(
-        [sys.executable, "-m", module],
+        [*(prefix(folder) if prefix else []), sys.executable, "-m", module],
         stdin=subprocess.PIPE,
         stdout=log_file,
         stderr=subprocess.STDOUT,
@@ -277,9 +288,10 @@ def _discard(child: _Child) -> None:
     shutil.rmtree(child.folder, ignore_errors=True)
 
 
-def serve(request_model: type[Req], handle: Callable[[Req], BaseModel]) -> None:
+def serve(request_model: type[Req], handle: Callable[[Req], BaseModel], exit_normally: bool = False) -> None:
     """Child side: wait for the two paths and the key on stdin, handle the request, write the signed
-    result, exit.
+    result, exit (``exit_normally``: return, so the interpreter exits as usual: ncu writes its report
+    then).
 
     The CUDA driver is started while the job is awaited. All three lines are read before anything else
     runs, so the key leaves the pipe at once. Exits with
@@ -300,4 +312,5 @@ def serve(request_model: type[Req], handle: Callable[[Req], BaseModel]) -> None:
     tmp = f"{res_path}.tmp"
     Path(tmp).write_text(signed_envelope(secret, result.model_dump_json()))
     os.replace(tmp, res_path)  # atomic: a half-written file is never read as a result
-    os._exit(0)
+    if not exit_normally:
+        os._exit(0)
