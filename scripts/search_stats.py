@@ -39,7 +39,7 @@ def stats(run: Path, gpus: int) -> dict[str, float | str]:
     # not counted (the first versions of this script counted them, which flattered runs with more of them).
     n = sum(r.kernel is not None for r in results)
     return {
-        "run": run.name,
+        "run": str(run),
         "gpus": gpus,
         "tasks": len(results),
         "candidates": n,
@@ -68,10 +68,10 @@ def step_medians(run: Path) -> dict[str, float]:
 
 def print_steps(runs: list[Path], console: Console) -> None:
     medians = {run: step_medians(run) for run in runs}
-    table = Table(title="median end of each step inside the children (s from the job's start; ncu: from its launch)")
+    table = Table(title="median end of each step inside the children (s from handing the job over)")
     table.add_column("stage: step")
     for run in runs:
-        table.add_column(run.name, justify="right")
+        table.add_column(str(run), justify="right")
     for key in dict.fromkeys(k for m in medians.values() for k in m):
         table.add_row(key, *[f"{medians[run][key]:.2f}" if key in medians[run] else "-" for run in runs])
     console.print(table)
