@@ -5,8 +5,9 @@
 
 The profiled process is a ``workers.child_process`` job: started ahead as a spare (ncu, Python and
 torch take seconds to start, more under ncu), handed its request on stdin, killed with its process
-group afterwards. Only one call of ``kernel_function`` is profiled (the child brackets it with cudaProfilerStart/Stop
-after a warm-up call), under the GPU lock, and only the Triton kernels that call launched are kept.
+group afterwards. Only one call of ``kernel_function`` is profiled (the child brackets it with
+cudaProfilerStart/Stop after a warm-up call), under the GPU lock, and only the Triton kernels that
+call launched are kept.
 Any failure (no ncu, no permission to the counters, a timeout, a crash, nothing profiled) gives an
 unavailable Profile with the reason: the search carries on without it.
 """
