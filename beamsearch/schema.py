@@ -213,7 +213,8 @@ class Profile(Record):
     gpu_name: str = ""
     ncu_version: str = ""
     command: list[str] = []
-    duration_s: float = Field(0.0, description="wall time of the ncu run, start-up included")
+    duration_s: float = Field(0.0, description="wall time from handing the job to the profiled process to ncu's "
+                              "exit (start-up too, when no spare was waiting)")
     steps_s: dict[str, float] = Field({}, description="when each step ended, in seconds from handing the job "
                                       "over: job read (start-up, if no spare was waiting), inputs, first call, "
                                       "profiled call, ncu done")

@@ -66,8 +66,11 @@ def profile_kernel(
     request = ProfileRequest(spec=spec, kernel_path=str(Path(kernel_path).resolve()), seed=seed, lock_dir=lock_dir,
                              handed_over_at=time.time())  # fmt: skip
     prefix = _prefix_for(ncu)
-    run = run_child("profiling.ncu_child", request, timeout_s, spec.device, prefix=prefix, read_back=NCU_LOG)
     command = [*prefix(Path("<job folder>")), sys.executable, "-m", "profiling.ncu_child"]
+    try:
+        run = run_child("profiling.ncu_child", request, timeout_s, spec.device, prefix=prefix, read_back=NCU_LOG)
+    except OSError as e:  # the process could not be started (no memory for a fork, ncu gone)
+        return Profile(available=False, reason=f"could not start ncu: {e}", command=command)
     common = {"command": command, "duration_s": run.duration_s, "ncu_version": ncu_version(ncu)}
     if run.status == "timeout":
         return Profile(available=False, reason=f"ncu did not finish within {timeout_s:.0f} s", **common)
@@ -80,9 +83,9 @@ def profile_kernel(
         call = ProfiledCall.model_validate_json(run.result_json)
     except ValueError as e:  # pydantic's ValidationError included
         return Profile(available=False, reason=f"unreadable result from the profiled process: {e}", **common)
+    common["steps_s"] = call.steps_s | {"ncu_done": round(time.time() - request.handed_over_at, 3)}
     if call.status != "ok":
         return Profile(available=False, reason=f"the profiled call failed: {call.reason}", **common)
-    common["steps_s"] = call.steps_s | {"ncu_done": round(run.duration_s, 3)}
     return _profile_from(parse_raw_csv(run.read_back), call, common)
 
 

@@ -52,7 +52,7 @@ def handle(request: ProfileRequest) -> ProfiledCall:
         return profile_one_call(request, steps)
     except BaseException as e:  # noqa: BLE001 - the kernel may raise anything; report it
         return ProfiledCall(status="failed", reason=f"{type(e).__name__}: {e}".splitlines()[0][:500] + "\n"
-                            + traceback.format_exc()[-2000:])  # fmt: skip
+                            + traceback.format_exc()[-2000:], steps_s=steps.ended)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -35,8 +35,9 @@ def stats(run: Path, gpus: int) -> dict[str, float | str]:
         r.stage_s.pop("diagnose", None), r.stage_s.pop("reflect", None), r.stage_s.pop("profile_parent", None)
         for k, v in r.stage_s.items():
             stage_s[k] = stage_s.get(k, 0.0) + v
-    # A candidate is a proposed kernel: a task whose proposer had nothing new to offer took no time and is
-    # not counted (the first versions of this script counted them, which flattered runs with more of them).
+    # A candidate is a proposed kernel. A task whose proposer had nothing new to offer is not counted (it
+    # takes no time with the tuner; the first versions of this script counted them, flattering the runs
+    # that had more of them).
     n = sum(r.kernel is not None for r in results)
     return {
         "run": str(run),
@@ -48,7 +49,7 @@ def stats(run: Path, gpus: int) -> dict[str, float | str]:
         "candidates per min": 60 * n / search_s,
         "candidates per GPU-min": 60 * n / (search_s * gpus),
         "lock stages share %": 100 * (stage_s.get("time", 0) + stage_s.get("profile", 0)) / (search_s * gpus),
-        **{f"{k} s/cand": v / n for k, v in sorted(stage_s.items())},
+        **{f"{k} s/cand": v / max(1, n) for k, v in sorted(stage_s.items())},
     }
 
 
@@ -68,7 +69,7 @@ def step_medians(run: Path) -> dict[str, float]:
 
 def print_steps(runs: list[Path], console: Console) -> None:
     medians = {run: step_medians(run) for run in runs}
-    table = Table(title="median end of each step inside the children (s from handing the job over)")
+    table = Table(title="median end of each step inside the children (s from the job's start; ncu: from handing the job over)")
     table.add_column("stage: step")
     for run in runs:
         table.add_column(str(run), justify="right")

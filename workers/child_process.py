@@ -49,10 +49,10 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 TAIL_CHARS = 4000
 CHILD_FOLDER_PREFIX = "beamsearch-child-"
 EARLY_CUDA_INIT = "BEAMSEARCH_EARLY_CUDA_INIT"
-# For processes that check or profile a kernel but never time it: one hardware work queue per context
-# instead of eight makes a CUDA context several times faster to create when many are made at once (1.6 s
-# against 0.5 s for 16 at once on 4 x H200). It can only take concurrency away between streams, and
-# timings are never taken under it.
+# For processes that compare or profile but never run a kernel freely (the verification judge, ncu's
+# kernel-by-kernel replay): one hardware work queue per context instead of eight makes a context several
+# times faster to create when many are made at once (1.6 s against 0.5 s for 16 at once on 4 x H200).
+# Not for the verification runner or timing: false dependencies between streams could hide a race.
 ONE_WORK_QUEUE = {"CUDA_DEVICE_MAX_CONNECTIONS": "1"}
 log = logging.getLogger(__name__)
 
@@ -129,7 +129,7 @@ class _Child:
     log: IO[bytes]
 
 
-_spares: dict[tuple[str, bool], _Child] = {}
+_spares: dict[tuple[str, int, str], _Child] = {}
 _spares_lock = threading.Lock()  # callers may run jobs from several threads
 
 
@@ -140,6 +140,7 @@ def child_env(device: str) -> dict[str, str]:
     env["PYTHONUNBUFFERED"] = "1"
     if device.startswith("cpu"):
         env["TRITON_INTERPRET"] = "1"
+        env.pop(EARLY_CUDA_INIT, None)
     else:
         env.pop("TRITON_INTERPRET", None)
         env[EARLY_CUDA_INIT] = "1"

@@ -185,10 +185,13 @@ def run_task(task: Task, ctx: WorkerContext) -> TaskResult:
 
 def outside_beam(cut_ms: float | None, ms: float) -> str:
     """Why a kernel timed at ``ms`` is not profiled ("" if it is): a profile guides the rounds that start
-    from a kernel, and one no faster than the slowest kernel of a full beam cannot enter it."""
+    from a kernel, and one no faster than the slowest kernel of a full beam does not enter it (unless a
+    beam kernel is dropped as the same compiled code as a faster one; a parent with no profile is
+    profiled when a task needs it)."""
     if cut_ms is None or ms < cut_ms:
         return ""
-    return f"not profiled: {ms:.4f} ms is no faster than the slowest kernel in the beam ({cut_ms:.4f} ms), so it cannot enter it"
+    return (f"not profiled: {ms:.4f} ms is no faster than the slowest kernel in the beam ({cut_ms:.4f} ms), so it "
+            "will not be a parent")
 
 
 def measure_input(task: Task, ctx: WorkerContext) -> TaskResult:
@@ -260,7 +263,7 @@ def retime(spec: RunSpec, entries: list[BeamEntry], ctx: WorkerContext, rounds: 
 
 
 def parent_measure(parent: BeamEntry, spec: RunSpec, profile_on: bool, ctx: WorkerContext) -> tuple[Profile | None, Roofline | None]:
-    if parent.profile is not None and not parent.profile.skipped:
+    if parent.profile is not None:
         return parent.profile, parent.roofline
     if parent.kernel.hash in ctx.profiles:
         return ctx.profiles[parent.kernel.hash]

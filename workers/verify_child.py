@@ -378,8 +378,10 @@ def _undumpable() -> None:
 
 
 if __name__ == "__main__":
-    for _name, _value in ONE_WORK_QUEUE.items():  # for the judge and the runner: neither times anything
-        os.environ.setdefault(_name, _value)
     _runner = KernelProcess.fork()  # before the job, its key and any GPU work: the fork inherits none of them
+    # The judge only: the kernel runs with CUDA's default queues, so one work queue cannot hide a missing
+    # synchronisation between its streams.
+    for _name, _value in ONE_WORK_QUEUE.items():
+        os.environ.setdefault(_name, _value)
     _undumpable()
     serve(VerifyRequest, lambda request: verify(request, _runner))
