@@ -9,7 +9,6 @@ never mistakes a PyTorch kernel (an input conversion, a copy) for the candidate'
 
 from __future__ import annotations
 
-import os
 import time
 import traceback
 
@@ -18,10 +17,10 @@ import triton
 
 from beamsearch.schema import ProfiledCall, ProfileRequest
 from workers.binding import bind, model_values
-from workers.child_process import ONE_WORK_QUEUE, serve
+from workers.child_process import serve, use_one_work_queue
 from workers.gpu_lock import gpu_lock
-from workers.phases import Steps
 from workers.problem_instance import instantiate, load_kernel_function, load_problem_module, select_device
+from workers.steps import Steps
 
 
 def profile_one_call(req: ProfileRequest, steps: Steps) -> ProfiledCall:
@@ -56,7 +55,6 @@ def handle(request: ProfileRequest) -> ProfiledCall:
 
 
 if __name__ == "__main__":
-    for _name, _value in ONE_WORK_QUEUE.items():  # nothing is timed here
-        os.environ.setdefault(_name, _value)
+    use_one_work_queue()  # nothing is timed here
     # A normal exit (no os._exit): ncu's injected library finishes its report at process exit.
     serve(ProfileRequest, handle, exit_normally=True)

@@ -24,17 +24,20 @@ from rich.table import Table
 from beamsearch.state import BeamState, Summary, TaskResult
 
 
-def stats(run: Path, gpus: int) -> dict[str, float | str]:
+def task_results(run: Path) -> list[TaskResult]:
+    return [TaskResult.model_validate_json(p.read_text()) for p in run.glob("optimization_trace/round_*/candidates/*/result.json")]
+
+
+def stats(run: Path, gpus: int, results: list[TaskResult]) -> dict[str, float | str]:
     summary_path = run / "summary.json"
     rounds = (Summary.model_validate_json(summary_path.read_text()) if summary_path.is_file()
               else BeamState.model_validate_json((run / "state.json").read_text())).rounds  # fmt: skip
-    results = [TaskResult.model_validate_json(p.read_text()) for p in run.glob("optimization_trace/round_*/candidates/*/result.json")]
     search_s = sum(r.wall_s for r in rounds)
     stage_s: dict[str, float] = {}
     for r in results:
-        r.stage_s.pop("diagnose", None), r.stage_s.pop("reflect", None), r.stage_s.pop("profile_parent", None)
         for k, v in r.stage_s.items():
-            stage_s[k] = stage_s.get(k, 0.0) + v
+            if k not in ("diagnose", "reflect", "profile_parent"):
+                stage_s[k] = stage_s.get(k, 0.0) + v
     # A candidate is a proposed kernel. A task whose proposer had nothing new to offer is not counted (it
     # takes no time with the tuner; the first versions of this script counted them, flattering the runs
     # that had more of them).
@@ -53,11 +56,10 @@ def stats(run: Path, gpus: int) -> dict[str, float | str]:
     }
 
 
-def step_medians(run: Path) -> dict[str, float]:
+def step_medians(results: list[TaskResult]) -> dict[str, float]:
     """Median end of each child step over the run's candidates, keyed ``stage: step``."""
     ends: dict[str, list[float]] = {}
-    for p in run.glob("optimization_trace/round_*/candidates/*/result.json"):
-        r = TaskResult.model_validate_json(p.read_text())
+    for r in results:
         jobs = [("verify", t.verdict.steps_s) for t in r.tries[:1]]
         jobs += [("time", r.timing.steps_s)] if r.timing else []
         jobs += [("ncu", r.profile.steps_s)] if r.profile else []
@@ -67,8 +69,9 @@ def step_medians(run: Path) -> dict[str, float]:
     return {k: statistics.median(v) for k, v in ends.items()}
 
 
-def print_steps(runs: list[Path], console: Console) -> None:
-    medians = {run: step_medians(run) for run in runs}
+def print_steps(results: dict[Path, list[TaskResult]], console: Console) -> None:
+    runs = list(results)
+    medians = {run: step_medians(results[run]) for run in runs}
     table = Table(title="median end of each step inside the children (s from the job's start; ncu: from handing the job over)")
     table.add_column("stage: step")
     for run in runs:
@@ -85,7 +88,8 @@ def main() -> None:
     parser.add_argument("--steps", action="store_true", help="also the children's step-by-step times")
     args = parser.parse_args()
     gpus = args.gpus or [1] * len(args.runs)
-    rows = [stats(run, g) for run, g in zip(args.runs, gpus, strict=True)]
+    results = {run: task_results(run) for run in args.runs}
+    rows = [stats(run, g, results[run]) for run, g in zip(args.runs, gpus, strict=True)]
     columns = list(dict.fromkeys(k for row in rows for k in row))
     table = Table(title="beam-search throughput (rounds' wall time; set-up and final re-timing excluded)")
     for c in columns:
@@ -95,7 +99,7 @@ def main() -> None:
     console = Console(width=250)
     console.print(table)
     if args.steps:
-        print_steps(args.runs, console)
+        print_steps(results, console)
 
 
 if __name__ == "__main__":

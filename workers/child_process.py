@@ -147,6 +147,12 @@ def child_env(device: str) -> dict[str, str]:
     return env
 
 
+def use_one_work_queue() -> None:
+    """In a judge or ncu process, before CUDA makes its context (a value the user set is kept)."""
+    for name, value in ONE_WORK_QUEUE.items():
+        os.environ.setdefault(name, value)
+
+
 def start_cuda_driver() -> None:
     """In a GPU job's process, before its job: initialise the CUDA driver and runtime (no context is
     made, so a spare that never gets a job holds no GPU memory). Failing here costs nothing: the job

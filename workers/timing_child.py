@@ -35,7 +35,6 @@ from workers.compare import compare
 from workers.compiled_code import launch_hash
 from workers.gpu_lock import gpu_lock, lock_folder
 from workers.integrity import BackgroundWork, Snapshot, ThreadStarts, install_thread_tripwire
-from workers.phases import Steps
 from workers.problem_instance import (
     ProblemInstance,
     instantiate,
@@ -47,6 +46,7 @@ from workers.problem_instance import (
     select_device,
 )
 from workers.sandbox import confine_job
+from workers.steps import Steps
 
 COMPILE_MODES = {"compile": None, "compile-max-autotune": "max-autotune-no-cudagraphs"}
 NUDGED_PER_TENSOR = 8

@@ -32,11 +32,10 @@ import torch
 
 from beamsearch.schema import CheckResult, RunSpec, Verdict, VerifyRequest
 from workers.binding import model_values
-from workers.child_process import ONE_WORK_QUEUE, TAIL_CHARS, serve
+from workers.child_process import TAIL_CHARS, serve, use_one_work_queue
 from workers.compare import compare
 from workers.gpu_lock import gpu_lock
 from workers.kernel_runner import KernelProcess, KernelProcessDied
-from workers.phases import Steps
 from workers.problem_instance import (
     TORCH_DTYPES,
     ProblemInstance,
@@ -50,6 +49,7 @@ from workers.problem_instance import (
     select_device,
 )
 from workers.shared_tensors import ProtocolError, encode_value
+from workers.steps import Steps
 from workers.torch_guard import as_bits, describe
 
 POINTER_CHECK_SEED_OFFSET = 1000
@@ -381,7 +381,6 @@ if __name__ == "__main__":
     _runner = KernelProcess.fork()  # before the job, its key and any GPU work: the fork inherits none of them
     # The judge only: the kernel runs with CUDA's default queues, so one work queue cannot hide a missing
     # synchronisation between its streams.
-    for _name, _value in ONE_WORK_QUEUE.items():
-        os.environ.setdefault(_name, _value)
+    use_one_work_queue()
     _undumpable()
     serve(VerifyRequest, lambda request: verify(request, _runner))

@@ -18,7 +18,3 @@ class Steps:
 
     def end(self, step: str) -> None:
         self.ended[step] = round(self.clock() - self.start, 3)
-
-    def ended_at(self, step: str, when: float) -> None:
-        """A step that ended at ``when`` (on this clock), before this record existed."""
-        self.ended[step] = round(when - self.start, 3)
