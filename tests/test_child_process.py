@@ -108,18 +108,24 @@ def test_a_spare_from_another_environment_is_not_reused(scale_spec: RunSpec, mon
     child_process._kill_spares()
 
 
-def test_gpu_jobs_start_the_cuda_driver_while_they_wait_and_cpu_jobs_do_not(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert child_process.child_env("cuda")[child_process.EARLY_CUDA_INIT] == "1"
+def test_gpu_jobs_start_cuda_on_their_gpu_while_they_wait_and_cpu_jobs_do_not(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert child_process.child_env("cuda:1")[child_process.EARLY_CUDA_INIT] == "cuda:1"
     assert child_process.EARLY_CUDA_INIT not in child_process.child_env("cpu")
     import torch
 
     calls: list[str] = []
     monkeypatch.setattr(torch.cuda, "init", lambda: calls.append("init"))
+    monkeypatch.setattr(torch.cuda, "set_device", lambda d: calls.append(f"set {d}"))
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: calls.append("context"))
     monkeypatch.delenv(child_process.EARLY_CUDA_INIT, raising=False)
     child_process.start_cuda_driver()
     assert calls == []
-    monkeypatch.setenv(child_process.EARLY_CUDA_INIT, "1")
+    monkeypatch.setenv(child_process.EARLY_CUDA_INIT, "cuda")
     child_process.start_cuda_driver()
-    assert calls == ["init"]
+    assert calls == ["init", "context"]  # the current GPU: the only one Ray lets a worker see
+    calls.clear()
+    monkeypatch.setenv(child_process.EARLY_CUDA_INIT, "cuda:1")
+    child_process.start_cuda_driver()
+    assert calls == ["init", "set cuda:1", "context"]
     monkeypatch.setattr(torch.cuda, "init", lambda: 1 / 0)
     child_process.start_cuda_driver()  # a failure is left for the job to meet and report
