@@ -8,7 +8,9 @@ retried once on some worker; a second death records the task as failed.
 
 from __future__ import annotations
 
+import itertools
 import logging
+import re
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -66,10 +68,9 @@ class WorkerPool:
             return RemoteSearchWorker.options(**options).remote(name, on_gpu)
 
         workers = [Worker(f"w{i}", make(f"w{i}")) for i in range(count)]
-        pool = cls(workers=workers, gpu_share=share, on_gpu=on_gpu, make=make)
         for w in workers:
             w.where = ray.get(w.handle.where.remote(), timeout=600)
-        return pool
+        return cls(workers=spread_over_gpus(workers), gpu_share=share, on_gpu=on_gpu, make=make)
 
     def call(self, method: str, *args: object, timeout_s: float = 3600.0) -> object:
         """One call on the first worker, for the run's set-up steps (baselines, floor, final re-timing).
@@ -155,6 +156,15 @@ class WorkerPool:
     def shutdown(self) -> None:
         for w in self.workers:
             ray.kill(w.handle, no_restart=True)
+
+
+def spread_over_gpus(workers: list[Worker]) -> list[Worker]:
+    """The workers in an order that takes each GPU (or CPU node) in turn: a batch of fewer tasks than
+    workers, handed out in this order, is spread over the GPUs instead of piling onto the first."""
+    by_place: dict[str, list[Worker]] = {}
+    for w in workers:
+        by_place.setdefault(re.sub(r" pid \d+", "", w.where), []).append(w)
+    return [w for turn in itertools.zip_longest(*by_place.values()) for w in turn if w is not None]
 
 
 def failed(task: Task, reason: str) -> TaskResult:

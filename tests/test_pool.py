@@ -48,3 +48,13 @@ def test_a_call_on_a_worker_gone_for_good_goes_to_its_replacement(local_ray) -> 
         assert pool.workers[0].handle is not gone
     finally:
         pool.shutdown()
+
+
+def test_workers_are_ordered_to_take_each_gpu_in_turn() -> None:
+    from beamsearch.pool import Worker, spread_over_gpus
+
+    wheres = ["h node aa pid 11 GPU 0", "h node aa pid 12 GPU 0", "h node aa pid 13 GPU 1", "h node aa pid 14 GPU 1",
+              "h node aa pid 15 GPU 0", "h node bb pid 16 GPU 0"]  # fmt: skip
+    workers = [Worker(f"w{i}", handle=None, where=where) for i, where in enumerate(wheres)]
+    order = [w.name for w in spread_over_gpus(workers)]
+    assert order == ["w0", "w2", "w5", "w1", "w3", "w4"]  # GPU 0 and 1 of node aa, GPU 0 of node bb, again
