@@ -40,14 +40,11 @@ def plan_round(state: BeamState, round_: int) -> list[Task]:
     history = state.history[-HISTORY_IN_TASK:]
     parents = state.beam[: config.beam_width]
     count, n = config.beam_width * config.directions, len(parents)
-    known = {code: ms for code, (_, ms) in state.fastest_compiled.items()}
-    cut = max(e.median_ms for e in parents) if len(parents) >= config.beam_width else None
     tasks = []
     for p, parent in enumerate(parents):
         for direction in range(count // n + (p < count % n)):
             tasks.append(Task(id=f"r{round_}-t{len(tasks)}", round=round_, direction=direction, parent=parent,
-                              spec=state.spec, config=config, floor=state.floor, history=history,
-                              known_compiled=known, beam_cut_ms=cut))  # fmt: skip
+                              spec=state.spec, config=config, floor=state.floor, history=history))
     return tasks
 
 

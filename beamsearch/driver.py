@@ -14,9 +14,11 @@ from pathlib import Path
 from beamsearch.beam import attempt_of, mark_duplicate, mark_same_compiled, plan_round, select_beam
 from beamsearch.display import Display
 from beamsearch.pool import WorkerPool
-from beamsearch.schema import Kernel
+from beamsearch.schema import Kernel, Profile
 from beamsearch.state import BeamEntry, BeamState, FinalTiming, RoundRecord, Summary, Task, TaskResult
 from beamsearch.trace import TraceWriter
+
+NOT_PROFILED = "not profiled: only the kernels the beam keeps are profiled, since they are the next round's parents"
 
 
 class SearchError(RuntimeError):
@@ -50,8 +52,7 @@ class Driver:
         for b in baselines:
             self.display.event("baseline", label=b.label, median_ms=b.median_ms, status=b.status, reason=b.reason)
         entry = BeamEntry(id="input", kernel=kernel, median_ms=result.median_ms, round=0, compiled_hash=result.compiled_hash,
-                          profile=result.profile if result.profile and result.profile.available else None,
-                          roofline=result.roofline)  # fmt: skip
+                          profile=result.profile, roofline=result.roofline)  # fmt: skip
         seen, fastest = {**state.seen}, {**state.fastest_compiled}
         mark_duplicate(result, seen)
         mark_same_compiled(result, fastest)
@@ -86,20 +87,26 @@ class Driver:
             self.trace.write_candidate(result, self.problem)
             results.append(result)
             self.display.candidate(result)
-        self._finish_round(round_, results, seen, fastest, time.time() - start)
+        self._finish_round(round_, results, seen, fastest, start)
 
     def _finish_round(self, round_: int, results: list[TaskResult], seen: dict[str, str],
-                      fastest: dict[str, tuple[str, float]], wall_s: float) -> None:  # fmt: skip
+                      fastest: dict[str, tuple[str, float]], start: float) -> None:  # fmt: skip
         state = self.state
         results.sort(key=lambda r: r.task_id)
         beam = select_beam(state.beam, results, state.config.beam_width)
+        profiling_start = time.time()
+        beam, results, profiled = self._profile_beam(round_, beam, results)
+        now = time.time()
+        wall_s, profile_wall_s = now - start, (now - profiling_start if profiled else 0.0)
         ok = [r for r in results if r.status == "ok" and r.median_ms is not None]
         best = min(ok, key=lambda r: r.median_ms, default=None)
         record = RoundRecord(
             round=round_, tasks=len(results), ok=len(ok), failed=sum(r.status == "failed" for r in results),
             best_id=best.task_id if best else None, best_ms=best.median_ms if best else None,
             beam=[e.id for e in beam], running_best_ms=beam[0].median_ms if beam else None, wall_s=wall_s,
-            gpu_measure_s=sum(r.gpu_measure_s for r in results), tokens=sum(r.tokens for r in results),
+            profile_wall_s=profile_wall_s,
+            profile_s=sum(r.stage_s.get("profile", 0.0) for r in profiled),
+            gpu_measure_s=sum(r.gpu_measure_s for r in results + profiled), tokens=sum(r.tokens for r in results),
             cost_usd=sum(r.cost_usd for r in results),
         )  # fmt: skip
         self.trace.write_round(record, best, self.problem)
@@ -108,6 +115,36 @@ class Driver:
                                               "fastest_compiled": fastest, "rounds": state.rounds + [record]})  # fmt: skip
         self._save()
         self.display.round_end(record, self._speedup(record.running_best_ms))
+
+    def _profile_beam(self, round_: int, beam: list[BeamEntry], results: list[TaskResult]
+                      ) -> tuple[list[BeamEntry], list[TaskResult], list[TaskResult]]:  # fmt: skip
+        """ncu's profiles of the beam's kernels that have none (this round's newcomers), one job each, spread
+        over the GPUs; the beam entries and their candidates' records get them. The round's other kernels
+        are marked not profiled: they are no one's parent. Returns the beam, the results, the profile jobs."""
+        state = self.state
+        if not (state.config.profile and state.spec.device.startswith("cuda")):
+            return beam, results, []
+        todo = [e for e in beam if e.profile is None]
+        if todo:
+            self.display.event("profile_beam", round=round_, ids=[e.id for e in todo])
+        jobs = [Task(id=f"r{round_}-profile-{e.id}", round=round_, direction=0, parent=e, spec=state.spec,
+                     config=state.config) for e in todo]  # fmt: skip
+        done = {r.parent_id: r for r in self.pool.run(jobs, state.config.task_timeout_s, method="profile",
+                                                       notify=self.display.event)}  # fmt: skip
+        measured = {i: {"profile": r.profile or Profile(available=False, reason=r.reason), "roofline": r.roofline}
+                    for i, r in done.items()}  # fmt: skip
+        beam = [e.model_copy(update=measured[e.id]) if e.id in measured else e for e in beam]
+        kept = {e.id for e in beam}
+        out = []
+        for r in results:
+            update = measured.get(r.task_id)
+            if update is None and r.status == "ok" and r.task_id not in kept and r.profile is None:
+                update = {"profile": Profile(available=False, skipped=True, reason=NOT_PROFILED)}
+            if update is not None:
+                r = r.model_copy(update=update)
+                self.trace.write_candidate(r, self.problem)
+            out.append(r)
+        return beam, out, list(done.values())
 
     # ------------------------------------------------------------------------------------------- the end
     def finish(self) -> Summary:

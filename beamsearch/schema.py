@@ -206,7 +206,7 @@ class Profile(Record):
 
     available: bool
     reason: str = Field("", description="why the profile is unavailable; empty when it is available")
-    skipped: bool = Field(False, description="not taken on purpose: the kernel was too slow to enter the beam")
+    skipped: bool = Field(False, description="not taken on purpose: only the kernels the beam keeps are profiled")
     kernels: list[KernelProfile] = []
     combined: dict[str, float] = Field({}, description="counts summed, rates and percentages time-weighted")
     ignored_kernels: list[str] = Field([], description="kernels in the profiled call that are not the candidate's")

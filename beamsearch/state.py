@@ -60,10 +60,6 @@ class Task(Record):
     config: SearchConfig
     floor: Floor | None = None
     history: list[Attempt] = Field([], description="earlier attempts of the run (hash, note, outcome, lesson)")
-    known_compiled: dict[str, float] = Field({}, description="compiled-code hash -> fastest ms of the earlier "
-                                             "rounds: a candidate no faster than its code's best is not profiled")
-    beam_cut_ms: float | None = Field(None, description="the slowest beam kernel's ms when the beam is full: a "
-                                      "candidate no faster cannot enter it, so it is not profiled")
 
 
 class VerifyTry(Record):
@@ -134,6 +130,8 @@ class RoundRecord(Record):
     beam: list[str] = Field([], description="ids in the beam after the round, fastest first")
     running_best_ms: float | None = None
     wall_s: float = 0.0
+    profile_wall_s: float = Field(0.0, description="of wall_s, the profiling of the beam's new kernels after selection")
+    profile_s: float = Field(0.0, description="the seconds those profile jobs took, summed over workers")
     gpu_measure_s: float = 0.0
     tokens: int = 0
     cost_usd: float = 0.0

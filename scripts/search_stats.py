@@ -4,8 +4,8 @@
 
 Reads each run's summary.json (or state.json) and its tasks' result.json. A candidate is a task that
 proposed a kernel (one with nothing new to propose is not counted). Per candidate, the wall
-seconds of each task stage (verify, time, profile...: child start-up, compiles and waits for the GPU lock
-included); `lock stages share` is the time and profile stages' seconds over the rounds' GPU-seconds
+seconds of each task stage (verify, time...: child start-up, compiles and waits for the GPU lock
+included) and of the profiles of the beam's kernels taken after each round; `lock stages share` is the time and profile stages' seconds over the rounds' GPU-seconds
 (wall x GPUs): above 100 % the workers queue for the GPU lock, and the GPU's measurement is the limit.
 
 With `--steps`, a second table: inside each child (verification, timing, ncu), the median time from the
@@ -33,7 +33,7 @@ def stats(run: Path, gpus: int, results: list[TaskResult]) -> dict[str, float | 
     rounds = (Summary.model_validate_json(summary_path.read_text()) if summary_path.is_file()
               else BeamState.model_validate_json((run / "state.json").read_text())).rounds  # fmt: skip
     search_s = sum(r.wall_s for r in rounds)
-    stage_s: dict[str, float] = {}
+    stage_s: dict[str, float] = {"profile": sum(r.profile_s for r in rounds)}  # the beam's kernels, after selection
     for r in results:
         for k, v in r.stage_s.items():
             if k not in ("diagnose", "reflect", "profile_parent"):
@@ -51,6 +51,7 @@ def stats(run: Path, gpus: int, results: list[TaskResult]) -> dict[str, float | 
         "s per round": search_s / len(rounds),
         "candidates per min": 60 * n / search_s,
         "candidates per GPU-min": 60 * n / (search_s * gpus),
+        "profile wall s per round": sum(r.profile_wall_s for r in rounds) / len(rounds),
         "lock stages share %": 100 * (stage_s.get("time", 0) + stage_s.get("profile", 0)) / (search_s * gpus),
         **{f"{k} s/cand": v / max(1, n) for k, v in sorted(stage_s.items())},
     }

@@ -52,16 +52,6 @@ def test_a_short_beam_shares_the_rounds_tasks_out_over_the_parents_it_has() -> N
         ("a", 0), ("a", 1), ("a", 2), ("b", 0), ("b", 1), ("b", 2), ("c", 0), ("c", 1)]
 
 
-def test_a_full_beam_tells_its_tasks_the_time_to_beat_for_a_profile() -> None:
-    from workers.task import outside_beam
-
-    full = plan_round(_state([_entry("a", 1.0), _entry("b", 3.0, SOURCE + "\n#b")], beam_width=2, directions=1), 2)
-    assert [t.beam_cut_ms for t in full] == [3.0, 3.0]
-    assert {t.beam_cut_ms for t in plan_round(_state([_entry("input", 3.0)], beam_width=2), 1)} == {None}
-    assert outside_beam(None, 9.0) == "" and outside_beam(3.0, 2.9) == ""
-    assert "not be a parent" in outside_beam(3.0, 3.0) and "3.1000 ms" in outside_beam(3.0, 3.1)
-
-
 def _result(id_: str, ms: float | None, source: str, status: str = "ok", compiled: str | None = None) -> TaskResult:
     from beamsearch.schema import Timing
 
@@ -113,9 +103,6 @@ def test_same_compiled_code_keeps_only_the_faster_kernel() -> None:
     beam = [_entry("input", 5.0, SOURCE, round_=0).model_copy(update={"compiled_hash": "c1"})]
     kept = select_beam(beam, [faster, other, *unknown], width=5)
     assert [e.id for e in kept] == ["r1-t2", "r1-t3", "r1-t4", "r1-t5"]
-    # The next round's tasks know each code's best time, so a repeat is not profiled (its ncu is wasted).
-    state = _state(kept[:1]).model_copy(update={"fastest_compiled": fastest})
-    assert all(t.known_compiled == {"c1": 0.9, "c2": 2.0} for t in plan_round(state, 2))
 
 
 def test_config_file_json_and_toml(tmp_path) -> None:

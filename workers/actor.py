@@ -33,6 +33,9 @@ class SearchWorker:
     def run(self, task: Task) -> TaskResult:
         return task_fns.run_task(task, self.ctx)
 
+    def profile(self, task: Task) -> TaskResult:
+        return task_fns.profile_beam_kernel(task, self.ctx)
+
     def measure_input(self, task: Task) -> TaskResult:
         return task_fns.measure_input(task, self.ctx)
 

@@ -1,5 +1,6 @@
 """One search task on a worker: profile the parent, diagnose, propose, verify (refining on failure),
-time, profile the new kernel, reflect. Plain functions, so tests run them without Ray.
+time, reflect. Plain functions, so tests run them without Ray. New kernels are profiled after the
+round, and only those the beam keeps (``profile_beam_kernel``): they are the next round's parents.
 
 The candidate's code never runs here: verification, timing and ncu each run it in a child process.
 Nothing here raises for what a kernel or a model does; those become the result's status and reason.
@@ -15,7 +16,6 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from beamsearch.beam import is_repeat
 from beamsearch.config import SearchConfig
 from beamsearch.schema import Diagnosis, Floor, Kernel, Profile, Roofline, RunSpec, TimingResult, Verdict
 from beamsearch.state import Baseline, BeamEntry, FinalTiming, Task, TaskResult, VerifyTry
@@ -159,39 +159,28 @@ def run_task(task: Task, ctx: WorkerContext) -> TaskResult:
                                 gpu_measure_s=gpu_s, exchanges=_exchanges(llm), **common), stages)  # fmt: skip
     pct, suspect = judge_time(task.floor, ms) if task.floor and spec.device.startswith("cuda") else (None, False)
 
-    profile, roofline = None, None
-    # Code the run already timed at least as fast: the driver marks it a duplicate, so ncu would be wasted.
-    repeat = timing.compiled_hash is not None and is_repeat(task.known_compiled.get(timing.compiled_hash), ms)
-    if config.profile and spec.device.startswith("cuda") and not suspect and not repeat:
-        too_slow = outside_beam(task.beam_cut_ms, ms)
-        if too_slow:
-            profile = Profile(available=False, skipped=True, reason=too_slow)
-        else:
-            with stages("profile"):
-                profile = profile_candidate(spec, path, seeds[0])
-            roofline = classify(profile.combined) if profile.available else None
-            gpu_s += profile.duration_s if profile.available else 0.0
-            ctx.profiles[kernel.hash] = (profile, roofline)
-
     with stages("reflect"):
         reflection = _reflect(llm, diagnosis, task, parent, kernel, ms, verdict)
     lesson = reflection.lesson if reflection else _tuner_lesson(kernel, parent.median_ms, ms)
     status, reason = ("suspect", f"{ms:.4f} ms is faster than the floor allows ({pct:.0f} % of floor)") if suspect \
         else ("ok", f"{ms:.4f} ms ({parent.median_ms / ms:.3f}x the parent)")  # fmt: skip
-    return _done(TaskResult(status=status, reason=reason, timing=timing, profile=profile, roofline=roofline,
-                            pct_of_floor=pct, reflection=reflection, lesson=lesson, exchanges=_exchanges(llm),
+    return _done(TaskResult(status=status, reason=reason, timing=timing, pct_of_floor=pct, reflection=reflection, lesson=lesson, exchanges=_exchanges(llm),
                             gpu_measure_s=gpu_s, **common), stages)  # fmt: skip
 
 
-def outside_beam(cut_ms: float | None, ms: float) -> str:
-    """Why a kernel timed at ``ms`` is not profiled ("" if it is): a profile guides the rounds that start
-    from a kernel, and one no faster than the slowest kernel of a full beam does not enter it (unless a
-    beam kernel is dropped as the same compiled code as a faster one; a parent with no profile is
-    profiled when a task needs it)."""
-    if cut_ms is None or ms < cut_ms:
-        return ""
-    return (f"not profiled: {ms:.4f} ms is no faster than the slowest kernel in the beam ({cut_ms:.4f} ms), so it "
-            "will not be a parent")
+def profile_beam_kernel(task: Task, ctx: WorkerContext) -> TaskResult:
+    """ncu's profile of a kernel the round kept in the beam (``task.parent``): it guides the tasks that
+    start from it. Only beam kernels are profiled, after the round's selection, so no task waits on ncu
+    for a kernel that never becomes a parent."""
+    stages = Stages()
+    entry = task.parent
+    with stages("profile"):
+        profile, roofline = parent_measure(entry, task.spec, True, ctx)
+    ran = profile is not None and profile.available
+    return _done(TaskResult(task_id=task.id, parent_id=entry.id, round=task.round, direction=0, status="ok",
+                            reason="profiled" if ran else (profile.reason if profile else "not profiled"),
+                            kernel=entry.kernel, profile=profile, roofline=roofline,
+                            gpu_measure_s=profile.duration_s if ran else 0.0, worker=f"{ctx.host}/{ctx.name}"), stages)  # fmt: skip
 
 
 def measure_input(task: Task, ctx: WorkerContext) -> TaskResult:
