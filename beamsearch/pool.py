@@ -49,9 +49,8 @@ class WorkerPool:
     make: Callable[[str], ray.actor.ActorHandle] = field(repr=False)
 
     @classmethod
-    def start(cls, count: int, gpus: int, profile: bool = True) -> WorkerPool:
-        """``count`` actors; on GPUs each gets ``gpus / count`` of one (a whole GPU when count <= gpus).
-        ``profile``: the run profiles with ncu, so GPU workers start an ncu process ahead."""
+    def start(cls, count: int, gpus: int) -> WorkerPool:
+        """``count`` actors; on GPUs each gets ``gpus / count`` of one (a whole GPU when count <= gpus)."""
         on_gpu = gpus > 0
         share = min(1.0, gpus / count) if on_gpu else 0.0
         if on_gpu and share < 1.0:
@@ -66,7 +65,7 @@ class WorkerPool:
                            name=None)  # fmt: skip
             if on_gpu:
                 options["num_gpus"] = share
-            return RemoteSearchWorker.options(**options).remote(name, on_gpu, profile)
+            return RemoteSearchWorker.options(**options).remote(name, on_gpu)
 
         workers = [Worker(f"w{i}", make(f"w{i}")) for i in range(count)]
         for w in workers:

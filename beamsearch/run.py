@@ -111,7 +111,7 @@ def _search(config: SearchConfig, previous: BeamState | None, kernel: Kernel | N
             gpus: int, trace: TraceWriter, display: Display, problem: str) -> int:  # fmt: skip
     from beamsearch.pool import WorkerPool
 
-    pool = WorkerPool.start(workers, gpus, profile=config.profile)
+    pool = WorkerPool.start(workers, gpus)
     state = previous or BeamState(config=config, problem=problem, spec=spec)
     driver = Driver(state, pool, trace, display, problem, versions=pool.call("versions", spec.device))
     try:

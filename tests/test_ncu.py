@@ -85,25 +85,6 @@ def test_the_profiled_process_gets_its_job_on_stdin_and_ncus_report_is_read_back
     child_process._kill_spares()
 
 
-def test_a_worker_starts_the_profiled_process_ahead_and_the_first_profile_takes_it(monkeypatch, tmp_path) -> None:
-    from workers import child_process
-
-    script = fake_ncu(tmp_path, PASS_THROUGH)
-    monkeypatch.setattr(ncu, "find_ncu", lambda: script)
-    monkeypatch.setenv("REPORT", "==ERROR== the counters are busy")  # before: a spare keeps the environment it started in
-    ncu.start_ncu_spare("cpu")
-    key = child_process.spare_key("profiling.ncu_child", child_process.child_env("cuda"), ncu._prefix_for(script))
-    assert key not in child_process._spares  # nothing to profile on a CPU run
-    ncu.start_ncu_spare("cuda")
-    ahead = child_process._spares[key].proc
-    assert ncu.profile_kernel(GPU_SPEC, str(KERNELS / "good.py")).reason == "==ERROR== the counters are busy"
-    assert ahead.poll() is not None and child_process._spares[key].proc is not ahead  # used, and replaced
-    child_process._kill_spares()
-    monkeypatch.setattr(ncu, "find_ncu", lambda: None)
-    ncu.start_ncu_spare("cuda")  # no ncu: nothing started, profiles say it is missing
-    assert not child_process._spares
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", ["43_Max_Pooling_3D", "04_Matrix_vector_multiplication"])
 def test_real_profile_keeps_only_the_kernels_own_launches(name: str) -> None:

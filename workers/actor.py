@@ -16,17 +16,14 @@ import ray
 
 from beamsearch.schema import RunSpec
 from beamsearch.state import Baseline, BeamEntry, FinalTiming, Task, TaskResult
-from profiling.ncu import start_ncu_spare
 from workers import task as task_fns
 from workers.child_process import start_spares
 
 
 class SearchWorker:
-    def __init__(self, name: str, on_gpu: bool = False, profile: bool = True) -> None:
+    def __init__(self, name: str, on_gpu: bool = False) -> None:
         self.ctx = task_fns.WorkerContext(name)
         start_spares(["workers.verify_child", "workers.timing_child"], "cuda" if on_gpu else "cpu")
-        if on_gpu and profile:
-            start_ncu_spare("cuda")
 
     def where(self) -> str:
         gpus = os.environ.get("CUDA_VISIBLE_DEVICES", "")
