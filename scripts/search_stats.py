@@ -21,17 +21,24 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from beamsearch.state import BeamState, Summary, TaskResult
+from beamsearch.state import BeamState, RoundRecord, Summary, TaskResult
+
+
+def finished_rounds(run: Path) -> list[RoundRecord]:
+    summary_path = run / "summary.json"
+    return (Summary.model_validate_json(summary_path.read_text()) if summary_path.is_file()
+            else BeamState.model_validate_json((run / "state.json").read_text())).rounds  # fmt: skip
 
 
 def task_results(run: Path) -> list[TaskResult]:
-    return [TaskResult.model_validate_json(p.read_text()) for p in run.glob("optimization_trace/round_*/candidates/*/result.json")]
+    """The candidates of the run's finished rounds: a round cut short has no wall time to count against."""
+    finished = {r.round for r in finished_rounds(run)}
+    found = [TaskResult.model_validate_json(p.read_text()) for p in run.glob("optimization_trace/round_*/candidates/*/result.json")]
+    return [r for r in found if r.round in finished]
 
 
 def stats(run: Path, gpus: int, results: list[TaskResult]) -> dict[str, float | str]:
-    summary_path = run / "summary.json"
-    rounds = (Summary.model_validate_json(summary_path.read_text()) if summary_path.is_file()
-              else BeamState.model_validate_json((run / "state.json").read_text())).rounds  # fmt: skip
+    rounds = finished_rounds(run)
     search_s = sum(r.wall_s for r in rounds)
     stage_s: dict[str, float] = {"profile": sum(r.profile_s for r in rounds)}  # the beam's kernels, after selection
     for r in results:

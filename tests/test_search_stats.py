@@ -1,0 +1,33 @@
+"""scripts/search_stats.py counts only the candidates of finished rounds: a round cut short (a run stopped
+by its time limit) has candidates but no wall time, and counting them would inflate the rate."""
+
+from __future__ import annotations
+
+from beamsearch.config import SearchConfig
+from beamsearch.schema import Kernel, RunSpec
+from beamsearch.state import BeamState, RoundRecord, TaskResult
+from scripts import search_stats
+
+
+def _candidate(run, round_: int, k: int) -> None:
+    result = TaskResult(task_id=f"r{round_}-t{k}", parent_id="input", round=round_, direction=k, status="ok", reason="",
+                        kernel=Kernel(source=f"x = {k}", origin="tuner"), stage_s={"verify": 2.0, "time": 3.0})  # fmt: skip
+    folder = run / "optimization_trace" / f"round_{round_}" / "candidates" / result.task_id
+    folder.mkdir(parents=True)
+    (folder / "result.json").write_text(result.model_dump_json())
+
+
+def test_a_round_cut_short_is_not_counted(tmp_path) -> None:
+    spec = RunSpec(problem_path="/p/problem.py", shapes="full", device="cuda")
+    state = BeamState(config=SearchConfig(problem="p"), problem="p", spec=spec,
+                      rounds=[RoundRecord(round=1, tasks=2, ok=2, failed=0, wall_s=30.0, profile_wall_s=6.0, profile_s=6.0)])  # fmt: skip
+    (tmp_path / "state.json").write_text(state.model_dump_json())
+    for k in range(2):
+        _candidate(tmp_path, 1, k)
+    for k in range(5):
+        _candidate(tmp_path, 2, k)  # round 2 was running when the run stopped
+    results = search_stats.task_results(tmp_path)
+    assert sorted(r.task_id for r in results) == ["r1-t0", "r1-t1"]
+    row = search_stats.stats(tmp_path, 1, results)
+    assert row["candidates"] == 2 and row["candidates per min"] == 4.0
+    assert row["profile s/cand"] == 3.0 and row["profile wall s per round"] == 6.0
