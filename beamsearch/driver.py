@@ -9,16 +9,16 @@ was cut short, and runs only the tasks that are missing.
 from __future__ import annotations
 
 import time
-from collections import deque
 from pathlib import Path
 
 from beamsearch.beam import attempt_of, mark_duplicate, mark_same_compiled, plan_round, select_beam
-from beamsearch.beam_profiles import NOT_PROFILED, ProfileQueue, profiling_on
 from beamsearch.display import Display
 from beamsearch.pool import WorkerPool
 from beamsearch.schema import Kernel, Profile
 from beamsearch.state import BeamEntry, BeamState, FinalTiming, RoundRecord, Summary, Task, TaskResult
 from beamsearch.trace import TraceWriter
+
+NOT_PROFILED = "not profiled: only the kernels the beam keeps are profiled, since they are the next round's parents"
 
 
 class SearchError(RuntimeError):
@@ -82,31 +82,22 @@ class Driver:
         results = list(done.values())
         for r in results:
             mark_same_compiled(mark_duplicate(r, seen), fastest)
-        parents = ProfileQueue(self.state, round_, list({t.parent.id: t.parent for t in todo}.values()), todo)
-        queue = deque(parents.start(todo))
-        for result in self.pool.run(queue, self.state.config.task_timeout_s, notify=self.display.event):
-            if parents.is_job(result):
-                entry, released = parents.finish(result)
-                self._attach_profile(entry)
-                queue.extend(released)
-                continue
+        for result in self.pool.run(todo, self.state.config.task_timeout_s, notify=self.display.event):
             result = mark_same_compiled(mark_duplicate(result, seen), fastest)
             self.trace.write_candidate(result, self.problem)
             results.append(result)
             self.display.candidate(result)
-        self._finish_round(round_, results, seen, fastest, start, parents.results)
+        self._finish_round(round_, results, seen, fastest, start)
 
     def _finish_round(self, round_: int, results: list[TaskResult], seen: dict[str, str],
-                      fastest: dict[str, tuple[str, float]], start: float, profiled: list[TaskResult]) -> None:  # fmt: skip
+                      fastest: dict[str, tuple[str, float]], start: float) -> None:  # fmt: skip
         state = self.state
         results.sort(key=lambda r: r.task_id)
         beam = select_beam(state.beam, results, state.config.beam_width)
-        results = self._mark_not_profiled(beam, results)
-        profiling_start, profile_wall_s = time.time(), 0.0
-        if round_ == state.config.rounds:  # no next round to profile them in: now, so the trace ends complete
-            beam, results, last = self._profile_last_beam(round_, beam, results)
-            profiled, profile_wall_s = profiled + last, (time.time() - profiling_start if last else 0.0)
-        wall_s = time.time() - start
+        profiling_start = time.time()
+        beam, results, profiled = self._profile_beam(round_, beam, results)
+        now = time.time()
+        wall_s, profile_wall_s = now - start, (now - profiling_start if profiled else 0.0)
         ok = [r for r in results if r.status == "ok" and r.median_ms is not None]
         best = min(ok, key=lambda r: r.median_ms, default=None)
         record = RoundRecord(
@@ -125,52 +116,35 @@ class Driver:
         self._save()
         self.display.round_end(record, self._speedup(record.running_best_ms))
 
-    def _mark_not_profiled(self, beam: list[BeamEntry], results: list[TaskResult]) -> list[TaskResult]:
-        """The round's timed kernels that the beam does not keep are no one's parent: their records say
-        they were not profiled (on GPU runs that profile; CPU runs never do)."""
-        if not profiling_on(self.state):
-            return results
-        kept, out = {e.id for e in beam}, []
+    def _profile_beam(self, round_: int, beam: list[BeamEntry], results: list[TaskResult]
+                      ) -> tuple[list[BeamEntry], list[TaskResult], list[TaskResult]]:  # fmt: skip
+        """ncu's profiles of the beam's kernels that have none (this round's newcomers), one job each, spread
+        over the GPUs; the beam entries and their candidates' records get them. The round's other kernels
+        are marked not profiled: they are no one's parent. Returns the beam, the results, the profile jobs."""
+        state = self.state
+        if not (state.config.profile and state.spec.device.startswith("cuda")):
+            return beam, results, []
+        todo = [e for e in beam if e.profile is None]
+        if todo:
+            self.display.event("profile_beam", round=round_, ids=[e.id for e in todo])
+        jobs = [Task(id=f"r{round_}-profile-{e.id}", round=round_, direction=0, parent=e, spec=state.spec,
+                     config=state.config) for e in todo]  # fmt: skip
+        done = {r.parent_id: r for r in self.pool.run(jobs, state.config.task_timeout_s, method="profile",
+                                                       notify=self.display.event)}  # fmt: skip
+        measured = {i: {"profile": r.profile or Profile(available=False, reason=r.reason), "roofline": r.roofline}
+                    for i, r in done.items()}  # fmt: skip
+        beam = [e.model_copy(update=measured[e.id]) if e.id in measured else e for e in beam]
+        kept = {e.id for e in beam}
+        out = []
         for r in results:
-            if r.status == "ok" and r.task_id not in kept and r.profile is None:
-                r = r.model_copy(update={"profile": Profile(available=False, skipped=True, reason=NOT_PROFILED)})
+            update = measured.get(r.task_id)
+            if update is None and r.status == "ok" and r.task_id not in kept and r.profile is None:
+                update = {"profile": Profile(available=False, skipped=True, reason=NOT_PROFILED)}
+            if update is not None:
+                r = r.model_copy(update=update)
                 self.trace.write_candidate(r, self.problem)
             out.append(r)
-        return out
-
-    def _profile_last_beam(self, round_: int, beam: list[BeamEntry], results: list[TaskResult]
-                           ) -> tuple[list[BeamEntry], list[TaskResult], list[TaskResult]]:  # fmt: skip
-        """The last round's new beam kernels profiled after its selection, one job at a time. Returns the
-        beam and the round's results with the profiles, and the profile jobs' results."""
-        jobs = ProfileQueue(self.state, round_, beam, [])
-        if not jobs.jobs:
-            return beam, results, []
-        self.display.event("profile_beam", round=round_, ids=[job.parent.id for job in jobs.jobs.values()])
-        queue = deque(jobs.start([]))
-        profiled: dict[str, BeamEntry] = {}
-        for result in self.pool.run(queue, self.state.config.task_timeout_s, notify=self.display.event):
-            entry, more = jobs.finish(result)
-            profiled[entry.id] = entry
-            queue.extend(more)
-        results = [r.model_copy(update={"profile": profiled[r.task_id].profile, "roofline": profiled[r.task_id].roofline})
-                   if r.task_id in profiled else r for r in results]  # fmt: skip
-        for r in results:
-            if r.task_id in profiled:
-                self.trace.write_candidate(r, self.problem)
-        return [profiled.get(e.id, e) for e in beam], results, jobs.results
-
-    def _attach_profile(self, entry: BeamEntry) -> None:
-        """A parent's profile, taken at the start of this round: into the beam, its candidate's folder,
-        and its round's folder if it was that round's best. (The input's was taken in round 0.)"""
-        self.state = self.state.model_copy(update={"beam": [entry if e.id == entry.id else e for e in self.state.beam]})
-        found = next((r for r in self.trace.finished_candidates(entry.round) if r.task_id == entry.id), None)
-        if found is None:
-            return
-        result = found.model_copy(update={"profile": entry.profile, "roofline": entry.roofline})
-        self.trace.write_candidate(result, self.problem)
-        record = next((r for r in self.state.rounds if r.round == entry.round), None)
-        if record is not None and record.best_id == entry.id:
-            self.trace.write_round(record, result, self.problem)
+        return beam, out, list(done.values())
 
     # ------------------------------------------------------------------------------------------- the end
     def finish(self) -> Summary:

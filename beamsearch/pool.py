@@ -82,20 +82,17 @@ class WorkerPool:
             self._wait_until_back(worker)
             return ray.get(getattr(worker.handle, method).remote(*args), timeout=timeout_s)
 
-    def run(self, tasks: list[Task] | deque[Task], timeout_s: float, method: str = "run",
+    def run(self, tasks: list[Task], timeout_s: float, method: str = "run",
             notify: Callable[..., None] = lambda kind, **data: None) -> Iterator[TaskResult]:  # fmt: skip
         """Yield a result for every task, as each finishes (failed ones included), in no fixed order.
 
-        ``tasks`` may be a deque that the caller extends while it iterates (with the tasks a result
-        releases): they are handed out too. ``notify(kind, **data)`` hears of lost workers and
-        timed-out tasks as they happen."""
-        pending = tasks if isinstance(tasks, deque) else deque(tasks)
-        retries: deque[Task] = deque()  # a task whose worker died, once, ahead of the rest
+        ``notify(kind, **data)`` hears of lost workers and timed-out tasks as they happen."""
+        queue: deque[tuple[Task, int]] = deque((t, 0) for t in tasks)
         idle = deque(self.workers)
         running: dict[ray.ObjectRef, InFlight] = {}
-        while pending or retries or running:
-            while (pending or retries) and idle:
-                task, attempt = (retries.popleft(), 1) if retries else (pending.popleft(), 0)
+        while queue or running:
+            while queue and idle:
+                task, attempt = queue.popleft()
                 worker = idle.popleft()
                 ref = getattr(worker.handle, method).remote(task)
                 running[ref] = InFlight(task, worker, time.monotonic(), attempt)
@@ -110,7 +107,7 @@ class WorkerPool:
                            error=_first_line(e))  # fmt: skip
                     self._wait_until_back(job.worker)
                     if job.attempt == 0:
-                        retries.append(job.task)
+                        queue.appendleft((job.task, 1))
                     else:
                         yield failed(job.task, f"the worker died twice running this task: {_first_line(e)}")
                     idle.append(job.worker)

@@ -53,8 +53,6 @@ class BeamEntry(Record):
 
 class Task(Record):
     id: str = Field(description="unique in the run: r<round>-<parent id>-d<direction>")
-    kind: Literal["candidate", "profile"] = Field("candidate", description="a candidate from ``parent``, or ncu's "
-                                                   "profile of ``parent`` (a beam kernel about to be a parent)")
     round: int
     direction: int = Field(description="which bottleneck (LLM) or which proposal (tuner, replay) to pursue")
     parent: BeamEntry
@@ -132,9 +130,8 @@ class RoundRecord(Record):
     beam: list[str] = Field([], description="ids in the beam after the round, fastest first")
     running_best_ms: float | None = None
     wall_s: float = 0.0
-    profile_wall_s: float = Field(0.0, description="of wall_s, the last round's profiling of its new beam kernels "
-                                  "after selection (other rounds profile their parents while their tasks run)")
-    profile_s: float = Field(0.0, description="the seconds the round's profile jobs took, summed")
+    profile_wall_s: float = Field(0.0, description="of wall_s, the profiling of the beam's new kernels after selection")
+    profile_s: float = Field(0.0, description="the seconds those profile jobs took, summed over workers")
     gpu_measure_s: float = 0.0
     tokens: int = 0
     cost_usd: float = 0.0

@@ -31,9 +31,10 @@ class SearchWorker:
         return f"{socket.gethostname()} node {node} pid {os.getpid()}" + (f" GPU {gpus}" if gpus else "")
 
     def run(self, task: Task) -> TaskResult:
-        if task.kind == "profile":
-            return task_fns.profile_beam_kernel(task, self.ctx)
         return task_fns.run_task(task, self.ctx)
+
+    def profile(self, task: Task) -> TaskResult:
+        return task_fns.profile_beam_kernel(task, self.ctx)
 
     def measure_input(self, task: Task) -> TaskResult:
         return task_fns.measure_input(task, self.ctx)

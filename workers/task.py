@@ -1,6 +1,6 @@
 """One search task on a worker: profile the parent, diagnose, propose, verify (refining on failure),
-time, reflect. Plain functions, so tests run them without Ray. A new kernel is profiled only if the
-beam keeps it, by a job of its own (``profile_beam_kernel``): it is then a parent.
+time, reflect. Plain functions, so tests run them without Ray. New kernels are profiled after the
+round, and only those the beam keeps (``profile_beam_kernel``): they are the next round's parents.
 
 The candidate's code never runs here: verification, timing and ncu each run it in a child process.
 Nothing here raises for what a kernel or a model does; those become the result's status and reason.
@@ -169,9 +169,9 @@ def run_task(task: Task, ctx: WorkerContext) -> TaskResult:
 
 
 def profile_beam_kernel(task: Task, ctx: WorkerContext) -> TaskResult:
-    """ncu's profile of a kernel the beam kept (``task.parent``): it guides the tasks that start from it.
-    Only beam kernels are profiled (``beamsearch.beam_profiles``), so no task waits on ncu for a kernel
-    that never becomes a parent."""
+    """ncu's profile of a kernel the round kept in the beam (``task.parent``): it guides the tasks that
+    start from it. Only beam kernels are profiled, after the round's selection, so no task waits on ncu
+    for a kernel that never becomes a parent."""
     stages = Stages()
     entry = task.parent
     with stages("profile"):
