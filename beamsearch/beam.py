@@ -61,7 +61,7 @@ def mark_duplicate(result: TaskResult, seen: dict[str, str]) -> TaskResult:
 
 def is_repeat(best_ms: float | None, ms: float) -> bool:
     """Compiled code already timed at least as fast (``best_ms``): a repeat, a duplicate of the earlier
-    kernel. One rule for the driver, which marks it, and the worker, which then skips its profile."""
+    kernel: the driver marks it so."""
     return best_ms is not None and best_ms <= ms
 
 
@@ -92,7 +92,7 @@ def entry_of(result: TaskResult) -> BeamEntry | None:
         return None
     return BeamEntry(id=result.task_id, kernel=result.kernel, median_ms=ms, round=result.round,
                      compiled_hash=result.compiled_hash,
-                     profile=result.profile if result.profile and result.profile.available else None,
+                     profile=result.profile if result.profile and not result.profile.skipped else None,
                      roofline=result.roofline)  # fmt: skip
 
 

@@ -31,7 +31,9 @@ def finished_rounds(run: Path) -> list[RoundRecord]:
 
 
 def task_results(run: Path) -> list[TaskResult]:
-    """The candidates of the run's finished rounds: a round cut short has no wall time to count against."""
+    """The candidates of the run's finished rounds: a round cut short has no wall time to count against.
+    (A round resumed after a cut counts its reused candidates against the resumed session's wall time
+    only, which flatters it: compare runs that were not resumed.)"""
     finished = {r.round for r in finished_rounds(run)}
     found = [TaskResult.model_validate_json(p.read_text()) for p in run.glob("optimization_trace/round_*/candidates/*/result.json")]
     return [r for r in found if r.round in finished]

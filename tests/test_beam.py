@@ -135,3 +135,13 @@ def test_summary_table_gives_no_pytorch_ratio_for_interpreter_times() -> None:
     cpu, gpu = render("cpu"), render("cuda")
     assert "3.00x faster" in cpu and "0.00x" not in cpu and "interpreter" in cpu
     assert "0.00x faster" in gpu  # on a GPU the ratio to eager is shown, however bad
+
+
+def test_a_beam_entry_keeps_its_candidates_profile_even_unavailable_but_not_a_skipped_one() -> None:
+    from beamsearch.beam import entry_of
+    from beamsearch.schema import Profile
+
+    failed = Profile(available=False, reason="ncu timed out")
+    assert entry_of(_result("r1-t0", 1.0, SOURCE).model_copy(update={"profile": failed})).profile == failed  # not retried on resume
+    skipped = Profile(available=False, skipped=True, reason="not profiled")
+    assert entry_of(_result("r1-t0", 1.0, SOURCE).model_copy(update={"profile": skipped})).profile is None

@@ -80,10 +80,10 @@ def out_of_gpu_memory(spec: RunSpec, passed: bool, reason: str) -> bool:
 
 def verify_candidate(spec: RunSpec, path: str, seeds: list[int], slots: int) -> Verdict:
     """Verify under one of the GPU's verification slots. A verification that ran out of GPU memory beside
-    other workers' verifications, timings and profiles is run once more with the GPU to itself (its
-    memory alone: no other job of any worker running; and the measurement lock inside the child), so
-    memory pressure is not held against the kernel; a kernel that needs more memory than the GPU has
-    fails the second time too."""
+    other workers' verifications, timings and profiles is run once more with the GPU to itself (no
+    other job of any worker running; and the measurement lock inside the child), so memory pressure is
+    not held against the kernel; a kernel that needs more memory than the GPU has fails the second time
+    too. The workers' idle spares still hold their CUDA contexts then, about 0.5 GB each."""
     with gpu_slot(spec.device, "verify", slots), gpu_memory(spec.device):
         verdict = verify_kernel(spec, path, seeds=seeds)
     if not out_of_gpu_memory(spec, verdict.passed, verdict.reason):
@@ -174,9 +174,10 @@ def profile_beam_kernel(task: Task, ctx: WorkerContext) -> TaskResult:
     for a kernel that never becomes a parent."""
     stages = Stages()
     entry = task.parent
+    cached = entry.profile is not None or entry.kernel.hash in ctx.profiles
     with stages("profile"):
         profile, roofline = parent_measure(entry, task.spec, True, ctx)
-    ran = profile is not None and profile.available
+    ran = profile is not None and profile.available and not cached
     return _done(TaskResult(task_id=task.id, parent_id=entry.id, round=task.round, direction=0, status="ok",
                             reason="profiled" if ran else (profile.reason if profile else "not profiled"),
                             kernel=entry.kernel, profile=profile, roofline=roofline,
