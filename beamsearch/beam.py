@@ -59,12 +59,6 @@ def mark_duplicate(result: TaskResult, seen: dict[str, str]) -> TaskResult:
     return result
 
 
-def is_repeat(best_ms: float | None, ms: float) -> bool:
-    """Compiled code already timed at least as fast (``best_ms``): a repeat, a duplicate of the earlier
-    kernel: the driver marks it so."""
-    return best_ms is not None and best_ms <= ms
-
-
 def mark_same_compiled(result: TaskResult, fastest: dict[str, tuple[str, float]]) -> TaskResult:
     """A timed candidate that launches the same compiled code as an earlier one, and is no faster, is a
     duplicate of it; a faster one becomes the one to beat. ``fastest``: compiled hash -> (id, ms)."""
@@ -72,7 +66,7 @@ def mark_same_compiled(result: TaskResult, fastest: dict[str, tuple[str, float]]
     if result.status != "ok" or key is None or ms is None:
         return result
     first = fastest.get(key)
-    if first is not None and first[0] != result.task_id and is_repeat(first[1], ms):
+    if first is not None and first[0] != result.task_id and first[1] <= ms:
         return result.model_copy(update={"status": "duplicate",
                                          "reason": f"same compiled code as {first[0]} ({first[1]:.4f} ms)"})  # fmt: skip
     fastest[key] = (result.task_id, ms)

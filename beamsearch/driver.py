@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from beamsearch.beam import attempt_of, mark_duplicate, mark_same_compiled, plan_round, select_beam
+from beamsearch.beam import attempt_of, entry_of, mark_duplicate, mark_same_compiled, plan_round, select_beam
 from beamsearch.display import Display
 from beamsearch.pool import WorkerPool
 from beamsearch.schema import Kernel, Profile
@@ -51,8 +51,7 @@ class Driver:
         baselines = self.pool.call("baselines", state.spec, self._baseline_targets())
         for b in baselines:
             self.display.event("baseline", label=b.label, median_ms=b.median_ms, status=b.status, reason=b.reason)
-        entry = BeamEntry(id="input", kernel=kernel, median_ms=result.median_ms, round=0, compiled_hash=result.compiled_hash,
-                          profile=result.profile, roofline=result.roofline)  # fmt: skip
+        entry = entry_of(result)
         seen, fastest = {**state.seen}, {**state.fastest_compiled}
         mark_duplicate(result, seen)
         mark_same_compiled(result, fastest)

@@ -5,8 +5,8 @@
 Reads each run's summary.json (or state.json) and its tasks' result.json. A candidate is a task that
 proposed a kernel (one with nothing new to propose is not counted). Per candidate, the wall
 seconds of each task stage (verify, time...: child start-up, compiles and waits for the GPU lock
-included) and of the profiles of the beam's kernels taken after each round; `lock stages share` is the time and profile stages' seconds over the rounds' GPU-seconds
-(wall x GPUs): above 100 % the workers queue for the GPU lock, and the GPU's measurement is the limit.
+included) and of the profiles of the beam's kernels taken after each round; `lock stages share` is
+the time and profile stages' seconds over the rounds' GPU-seconds (wall x GPUs): above 100 % the workers queue for the GPU lock, and the GPU's measurement is the limit.
 
 With `--steps`, a second table: inside each child (verification, timing, ncu), the median time from the
 job's start at which each step ended, so two runs' slow stages can be compared step by step.
@@ -30,17 +30,16 @@ def finished_rounds(run: Path) -> list[RoundRecord]:
             else BeamState.model_validate_json((run / "state.json").read_text())).rounds  # fmt: skip
 
 
-def task_results(run: Path) -> list[TaskResult]:
-    """The candidates of the run's finished rounds: a round cut short has no wall time to count against.
-    (A round resumed after a cut counts its reused candidates against the resumed session's wall time
-    only, which flatters it: compare runs that were not resumed.)"""
-    finished = {r.round for r in finished_rounds(run)}
+def task_results(run: Path, rounds: list[RoundRecord]) -> list[TaskResult]:
+    """The candidates of the run's finished ``rounds``: a round cut short has no wall time to count
+    against. (A round resumed after a cut counts its reused candidates against the resumed session's
+    wall time only, which flatters it: compare runs that were not resumed.)"""
+    finished = {r.round for r in rounds}
     found = [TaskResult.model_validate_json(p.read_text()) for p in run.glob("optimization_trace/round_*/candidates/*/result.json")]
     return [r for r in found if r.round in finished]
 
 
-def stats(run: Path, gpus: int, results: list[TaskResult]) -> dict[str, float | str]:
-    rounds = finished_rounds(run)
+def stats(run: Path, gpus: int, rounds: list[RoundRecord], results: list[TaskResult]) -> dict[str, float | str]:
     search_s = sum(r.wall_s for r in rounds)
     stage_s: dict[str, float] = {"profile": sum(r.profile_s for r in rounds)}  # the beam's kernels, after selection
     for r in results:
@@ -98,8 +97,9 @@ def main() -> None:
     parser.add_argument("--steps", action="store_true", help="also the children's step-by-step times")
     args = parser.parse_args()
     gpus = args.gpus or [1] * len(args.runs)
-    results = {run: task_results(run) for run in args.runs}
-    rows = [stats(run, g, results[run]) for run, g in zip(args.runs, gpus, strict=True)]
+    rounds = {run: finished_rounds(run) for run in args.runs}
+    results = {run: task_results(run, rounds[run]) for run in args.runs}
+    rows = [stats(run, g, rounds[run], results[run]) for run, g in zip(args.runs, gpus, strict=True)]
     columns = list(dict.fromkeys(k for row in rows for k in row))
     table = Table(title="beam-search throughput (rounds' wall time; set-up and final re-timing excluded)")
     for c in columns:

@@ -118,14 +118,14 @@ def test_gpu_jobs_start_cuda_on_their_gpu_while_they_wait_and_cpu_jobs_do_not(mo
     monkeypatch.setattr(torch.cuda, "set_device", lambda d: calls.append(f"set {d}"))
     monkeypatch.setattr(torch.cuda, "synchronize", lambda: calls.append("context"))
     monkeypatch.delenv(child_process.EARLY_CUDA_INIT, raising=False)
-    child_process.start_cuda_driver()
+    child_process.start_cuda_early()
     assert calls == []
     monkeypatch.setenv(child_process.EARLY_CUDA_INIT, "cuda")
-    child_process.start_cuda_driver()
+    child_process.start_cuda_early()
     assert calls == ["init", "context"]  # the current GPU: the only one Ray lets a worker see
     calls.clear()
     monkeypatch.setenv(child_process.EARLY_CUDA_INIT, "cuda:1")
-    child_process.start_cuda_driver()
+    child_process.start_cuda_early()
     assert calls == ["init", "set cuda:1", "context"]
     monkeypatch.setattr(torch.cuda, "init", lambda: 1 / 0)
-    child_process.start_cuda_driver()  # a failure is left for the job to meet and report
+    child_process.start_cuda_early()  # a failure is left for the job to meet and report

@@ -26,8 +26,9 @@ def test_a_round_cut_short_is_not_counted(tmp_path) -> None:
         _candidate(tmp_path, 1, k)
     for k in range(5):
         _candidate(tmp_path, 2, k)  # round 2 was running when the run stopped
-    results = search_stats.task_results(tmp_path)
+    rounds = search_stats.finished_rounds(tmp_path)
+    results = search_stats.task_results(tmp_path, rounds)
     assert sorted(r.task_id for r in results) == ["r1-t0", "r1-t1"]
-    row = search_stats.stats(tmp_path, 1, results)
+    row = search_stats.stats(tmp_path, 1, rounds, results)
     assert row["candidates"] == 2 and row["candidates per min"] == 4.0
     assert row["profile s/cand"] == 3.0 and row["profile wall s per round"] == 6.0

@@ -16,7 +16,7 @@ next one at once, as a *spare* that imports while the current job runs and then 
 A spare is still a fresh process: it has run no candidate code. Spares exit when the parent's end of
 their stdin closes (the parent exits) and are killed at interpreter exit.
 
-A GPU job's spare also starts CUDA while it waits (``start_cuda_driver``): the driver, and a context
+A GPU job's spare also starts CUDA while it waits (``start_cuda_early``): the driver, and a context
 on the job's GPU. On a host with several GPUs both queue when many processes start them together
 (0.4 s and 0.1 s alone, 3 s and 1.6 s for 16 at once, measured on 4 x H200), and every stage of a task
 starts a process. A context holds a few hundred MB of GPU memory while the spare waits.
@@ -154,7 +154,7 @@ def use_one_work_queue() -> None:
         os.environ.setdefault(name, value)
 
 
-def start_cuda_driver() -> None:
+def start_cuda_early() -> None:
     """In a GPU job's process, before its job: initialise the CUDA driver and make the context on the
     job's GPU (``EARLY_CUDA_INIT`` names it), so the job starts with both. Failing here costs nothing:
     the job initialises CUDA itself and reports what goes wrong."""
@@ -164,9 +164,10 @@ def start_cuda_driver() -> None:
     import torch
 
     try:
+        from workers.problem_instance import select_device_name
+
         torch.cuda.init()
-        if torch.device(device).index is not None:
-            torch.cuda.set_device(torch.device(device))  # as the job will (select_device)
+        select_device_name(device)  # as the job will
         torch.cuda.synchronize()  # the first call that needs a context makes it
     except Exception as e:  # noqa: BLE001 - the job will meet the same problem and say so
         log.debug("early CUDA start failed: %s", e)
@@ -310,7 +311,7 @@ def serve(request_model: type[Req], handle: Callable[[Req], BaseModel], exit_nor
     ``os._exit`` right after the result is written: interpreter and CUDA teardown with GBs allocated
     takes seconds, and nothing is left to do.
     """
-    start_cuda_driver()
+    start_cuda_early()
     req_path = sys.stdin.readline().strip()
     res_path = sys.stdin.readline().strip()
     secret = sys.stdin.readline().strip()

@@ -27,7 +27,7 @@ from typing import Any
 import torch
 
 from workers.binding import BindError, bind
-from workers.child_process import start_cuda_driver
+from workers.child_process import start_cuda_early
 from workers.integrity import BackgroundWork, Snapshot
 from workers.problem_instance import load_kernel_function, select_device_name
 from workers.sandbox import confine_job
@@ -198,7 +198,7 @@ class _Runner:
 
 def _serve(channel: Channel) -> None:
     warm_up()  # while the judge waits for its job
-    start_cuda_driver()
+    start_cuda_early()
     runner = _Runner()
     while True:
         try:

@@ -164,8 +164,8 @@ def run_task(task: Task, ctx: WorkerContext) -> TaskResult:
     lesson = reflection.lesson if reflection else _tuner_lesson(kernel, parent.median_ms, ms)
     status, reason = ("suspect", f"{ms:.4f} ms is faster than the floor allows ({pct:.0f} % of floor)") if suspect \
         else ("ok", f"{ms:.4f} ms ({parent.median_ms / ms:.3f}x the parent)")  # fmt: skip
-    return _done(TaskResult(status=status, reason=reason, timing=timing, pct_of_floor=pct, reflection=reflection, lesson=lesson, exchanges=_exchanges(llm),
-                            gpu_measure_s=gpu_s, **common), stages)  # fmt: skip
+    return _done(TaskResult(status=status, reason=reason, timing=timing, pct_of_floor=pct, reflection=reflection,
+                            lesson=lesson, exchanges=_exchanges(llm), gpu_measure_s=gpu_s, **common), stages)  # fmt: skip
 
 
 def profile_beam_kernel(task: Task, ctx: WorkerContext) -> TaskResult:
@@ -177,11 +177,11 @@ def profile_beam_kernel(task: Task, ctx: WorkerContext) -> TaskResult:
     cached = entry.profile is not None or entry.kernel.hash in ctx.profiles
     with stages("profile"):
         profile, roofline = parent_measure(entry, task.spec, True, ctx)
-    ran = profile is not None and profile.available and not cached
+    available = profile is not None and profile.available
     return _done(TaskResult(task_id=task.id, parent_id=entry.id, round=task.round, direction=0, status="ok",
-                            reason="profiled" if ran else (profile.reason if profile else "not profiled"),
-                            kernel=entry.kernel, profile=profile, roofline=roofline,
-                            gpu_measure_s=profile.duration_s if ran else 0.0, worker=f"{ctx.host}/{ctx.name}"), stages)  # fmt: skip
+                            reason="profiled" if available else (profile.reason if profile else "not profiled"),
+                            kernel=entry.kernel, profile=profile, roofline=roofline, worker=f"{ctx.host}/{ctx.name}",
+                            gpu_measure_s=profile.duration_s if available and not cached else 0.0), stages)  # fmt: skip
 
 
 def measure_input(task: Task, ctx: WorkerContext) -> TaskResult:
