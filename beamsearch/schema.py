@@ -50,6 +50,78 @@ class RunSpec(Record):
         return str(Path(v).expanduser().resolve())
 
 
+class CheckResult(Record):
+    name: str
+    passed: bool
+    detail: str = ""
+
+
+TimingStatus = Literal["ok", "failed", "timeout", "crashed"]
+
+
+class Timing(Record):
+    """Per-call times of one callable. On CPU they are Triton-interpreter times, not a speed measure."""
+
+    median_ms: float
+    mean_ms: float
+    std_ms: float
+    min_ms: float
+    n: int
+    warmup_n: int
+    device_end_n: int = Field(0, description="repetitions timed to the device-wide end: the call left work "
+                                             "on another stream")
+    device_gap_ms: float | None = Field(None, description="GPU: median time from the call's stream end to the "
+                                                          "device-wide end (the host waking from its sync)")
+    sync_margin_ms: float | None = Field(None, description="GPU: the largest such gap for a call of the same "
+                                                           "length on one stream, measured; escapes are judged "
+                                                           "above it")
+    method: str
+    device_name: str
+    on_gpu: bool
+    dtype: DType
+    shapes: ShapeSet
+    host_batch_ms: float | None = Field(None, description="GPU: host clock per call over a synchronised batch of "
+                                                          "back-to-back calls (the cross-check of the events)")
+    host_enqueue_ms: float | None = Field(None, description="GPU: median host time to enqueue one call")
+
+
+class TimingKnobs(Record):
+    """How a target is timed: the inputs' seed, the time budgets and the lock folder."""
+
+    seed: int = 0
+    warmup_ms: float = 300.0  # also lets an idle GPU's clocks ramp up
+    rep_ms: float = 500.0
+    min_reps: int = 10
+    max_reps: int = 1000
+    lock_dir: str = ""
+
+
+class TimingRequest(TimingKnobs):
+    spec: RunSpec
+    target: str = Field(description="'eager', 'compile', 'compile-max-autotune', or a kernel file path")
+    exclusive: bool = Field(False, description="take the GPU lock before building anything, not only for the "
+                                               "timed calls: the retry after running out of memory")
+
+
+class TimingResult(Record):
+    target: str
+    status: TimingStatus
+    reason: str = ""
+    timing: Timing | None = None
+    lock_wait_s: float = 0.0
+    first_call_s: float = Field(0.0, description="first call, including Triton/inductor compilation")
+    duration_s: float = 0.0
+    traceback: str = ""
+    checks: list[CheckResult] = Field([], description="checks of the timed target (kernels): harness intact, "
+                                                      "no work left running, right output, clocks agree")
+    perturb_seed: int | None = Field(None, description="seed of the input elements changed between repetitions")
+    sandbox: str = Field("", description="how the timed kernel's process was confined (Landlock), or why not")
+    compiled_hash: str | None = Field(None, description="hash of the compiled Triton code one call launches "
+                                      "(PTX less debug info, grids, arguments); None on CPU or when unknown")
+    steps_s: dict[str, float] = Field({}, description="when each step of the job ended, in seconds from its "
+                                      "start: where the time went")
+
+
 class VerifyRequest(Record):
     spec: RunSpec
     kernel_path: str
@@ -57,12 +129,8 @@ class VerifyRequest(Record):
     tolerance: Tolerance
     exclusive: bool = Field(False, description="hold the GPU's measurement lock throughout (no timing or "
                                                "profiling beside it): the retry after running out of memory")
-
-
-class CheckResult(Record):
-    name: str
-    passed: bool
-    detail: str = ""
+    timing: TimingKnobs | None = Field(None, description="once every check has passed, time the kernel in the "
+                                                         "process that ran it (its verdict carries the timing)")
 
 
 VerdictStatus = Literal[
@@ -103,67 +171,8 @@ class Verdict(Record):
                                                    "work; this is the second, with the GPU to itself")
     steps_s: dict[str, float] = Field({}, description="when each step of the job ended, in seconds from its "
                                       "start: where the time went")
-
-
-TimingStatus = Literal["ok", "failed", "timeout", "crashed"]
-
-
-class Timing(Record):
-    """Per-call times of one callable. On CPU they are Triton-interpreter times, not a speed measure."""
-
-    median_ms: float
-    mean_ms: float
-    std_ms: float
-    min_ms: float
-    n: int
-    warmup_n: int
-    device_end_n: int = Field(0, description="repetitions timed to the device-wide end: the call left work "
-                                             "on another stream")
-    device_gap_ms: float | None = Field(None, description="GPU: median time from the call's stream end to the "
-                                                          "device-wide end (the host waking from its sync)")
-    sync_margin_ms: float | None = Field(None, description="GPU: the largest such gap for a call of the same "
-                                                           "length on one stream, measured; escapes are judged "
-                                                           "above it")
-    method: str
-    device_name: str
-    on_gpu: bool
-    dtype: DType
-    shapes: ShapeSet
-    host_batch_ms: float | None = Field(None, description="GPU: host clock per call over a synchronised batch of "
-                                                          "back-to-back calls (the cross-check of the events)")
-    host_enqueue_ms: float | None = Field(None, description="GPU: median host time to enqueue one call")
-
-
-class TimingRequest(Record):
-    spec: RunSpec
-    target: str = Field(description="'eager', 'compile', 'compile-max-autotune', or a kernel file path")
-    seed: int = 0
-    warmup_ms: float = 300.0  # also lets an idle GPU's clocks ramp up
-    rep_ms: float = 500.0
-    min_reps: int = 10
-    max_reps: int = 1000
-    lock_dir: str = ""
-    exclusive: bool = Field(False, description="take the GPU lock before building anything, not only for the "
-                                               "timed calls: the retry after running out of memory")
-
-
-class TimingResult(Record):
-    target: str
-    status: TimingStatus
-    reason: str = ""
-    timing: Timing | None = None
-    lock_wait_s: float = 0.0
-    first_call_s: float = Field(0.0, description="first call, including Triton/inductor compilation")
-    duration_s: float = 0.0
-    traceback: str = ""
-    checks: list[CheckResult] = Field([], description="checks of the timed target (kernels): harness intact, "
-                                                      "no work left running, right output, clocks agree")
-    perturb_seed: int | None = Field(None, description="seed of the input elements changed between repetitions")
-    sandbox: str = Field("", description="how the timed kernel's process was confined (Landlock), or why not")
-    compiled_hash: str | None = Field(None, description="hash of the compiled Triton code one call launches "
-                                      "(PTX less debug info, grids, arguments); None on CPU or when unknown")
-    steps_s: dict[str, float] = Field({}, description="when each step of the job ended, in seconds from its "
-                                      "start: where the time went")
+    timing: TimingResult | None = Field(None, description="the timing asked for with the request, taken after "
+                                                          "the checks passed")
 
 
 class BenchRow(Record):

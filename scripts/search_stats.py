@@ -4,12 +4,14 @@
 
 Reads each run's summary.json (or state.json) and its tasks' result.json. A candidate is a task that
 proposed a kernel (one with nothing new to propose is not counted). Per candidate, the wall
-seconds of each task stage (verify, time...: child start-up, compiles and waits for the GPU lock
-included) and of the profiles of the beam's kernels taken after each round; `lock stages share` is
-the time and profile stages' seconds over the rounds' GPU-seconds (wall x GPUs): above 100 % the workers queue for the GPU lock, and the GPU's measurement is the limit.
+seconds of each task stage (verify, with the timing after it; child start-up, compiles and waits for
+the GPU lock included) and of the profiles of the beam's kernels taken after each round. `measure
+share` is the seconds spent timing (the lock's wait left out) and profiling over the rounds'
+GPU-seconds (wall x GPUs): near 100 % the GPU's measurement is the limit.
 
-With `--steps`, a second table: inside each child (verification, timing, ncu), the median time from the
-job's start at which each step ended, so two runs' slow stages can be compared step by step.
+With `--steps`, a second table: inside each job (verification, the timing after it, ncu), the median
+time from the job's start at which each step ended, so two runs' slow stages can be compared step by
+step.
 """
 
 from __future__ import annotations
@@ -60,7 +62,8 @@ def stats(run: Path, gpus: int, rounds: list[RoundRecord], results: list[TaskRes
         "candidates per min": 60 * n / search_s,
         "candidates per GPU-min": 60 * n / (search_s * gpus),
         "profile wall s per round": sum(r.profile_wall_s for r in rounds) / len(rounds),
-        "lock stages share %": 100 * (stage_s.get("time", 0) + stage_s.get("profile", 0)) / (search_s * gpus),
+        # Timing's seconds are inside the verify stage now (the verified kernel is timed in its process).
+        "measure share %": 100 * (sum(r.gpu_measure_s for r in results) + stage_s["profile"]) / (search_s * gpus),
         **{f"{k} s/cand": v / max(1, n) for k, v in sorted(stage_s.items())},
     }
 

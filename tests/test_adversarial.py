@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from beamsearch.schema import RunSpec
+from beamsearch.schema import RunSpec, TimingKnobs
 from tests.conftest import DATA, KERNELS
 from workers.problem_instance import NUDGE_SEED_ENV
 from workers.sandbox import landlock_abi
@@ -39,7 +39,7 @@ class Expect:
 class Case:
     kernel: str  # relative to tests/data/kernels
     cheat: str
-    stage: str  # "verify" (verify_kernel) or "time" (time_target)
+    stage: str  # "verify" (verify_kernel), "time" (time_target) or "search" (verify_kernel, then its timing)
     expect: Expect | None  # on the CPU; None: nothing to catch there (GPU-only trick)
     gpu: Expect | None = None  # on a GPU, where it differs
     problem: Path = RMSNORM
@@ -151,6 +151,12 @@ CASES: list[Case] = [
          Expect("failed", "output_after_timing", ("wrong answer",))),
     Case("adversarial/side_stream.py", "work on a side stream escapes the call's stream", "time", None,
          gpu=Expect("failed", "current_stream", ("another stream",)), gpu_shapes="full"),
+    # the search's path: verified, then timed in the kernel's process (what a failure there looks like)
+    Case("adversarial/honest.py", "control: verified, then timed in its process", "search", Expect("ok", None, ())),
+    Case("adversarial/detects_guard.py", "honest only under a dispatch mode, timed after verification", "search",
+         Expect("failed", "output_after_timing", ("wrong answer",))),
+    Case("adversarial/side_stream.py", "work on a side stream, timed after verification", "search", None,
+         gpu=Expect("failed", "current_stream", ("another stream",)), gpu_shapes="full"),
 ]
 
 
@@ -172,15 +178,20 @@ def check(case: Case, result: object, on_gpu: bool) -> str | None:
 
 
 def run(case: Case, device: str, shapes: str) -> object:
-    """Verify or time ``case`` (in child processes); returns the Verdict or TimingResult."""
+    """Verify or time ``case`` (in child processes); returns the Verdict or TimingResult (a search case:
+    the timing of a kernel that passed, else the verdict)."""
     from workers.timing import time_target
     from workers.verify import verify_kernel
 
     spec = RunSpec(problem_path=str(case.problem), shapes=shapes, device=device, dtype="bf16")
     kernel = str(KERNELS / case.kernel)
+    budget = dict(warmup_ms=20, rep_ms=50, min_reps=3, max_reps=20)
     if case.stage == "verify":
         return verify_kernel(spec, kernel, timeout_s=case.timeout_s)
-    return time_target(spec, kernel, timeout_s=case.timeout_s, warmup_ms=20, rep_ms=50, min_reps=3, max_reps=20)
+    if case.stage == "search":
+        verdict = verify_kernel(spec, kernel, timeout_s=case.timeout_s, timing=TimingKnobs(**budget))
+        return verdict.timing if verdict.passed else verdict
+    return time_target(spec, kernel, timeout_s=case.timeout_s, **budget)
 
 
 def test_every_corpus_file_is_in_the_table() -> None:

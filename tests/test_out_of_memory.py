@@ -51,7 +51,8 @@ def cuda_spec(monkeypatch: pytest.MonkeyPatch, tmp_path) -> RunSpec:
 def test_an_out_of_memory_verification_is_run_again_alone(monkeypatch, cuda_spec, tmp_path) -> None:
     calls: list[tuple[bool, str]] = []
 
-    def fake_verify(spec, path, *, seeds, exclusive=False):
+    def fake_verify(spec, path, *, seeds, exclusive=False, timing=None):
+        assert timing is not None and timing.seed == 1  # a pass is timed on the first seed's inputs
         calls.append((exclusive, _memory_state(tmp_path)))
         return _verdict(True, "all checks passed") if exclusive else _verdict(False, OOM)
 
@@ -72,17 +73,21 @@ def test_other_failures_and_cpu_runs_are_not_retried(monkeypatch, cuda_spec, rea
 
 
 def test_an_out_of_memory_timing_is_run_again_alone(monkeypatch, cuda_spec, tmp_path) -> None:
+    """The timing taken after the verification ran out of memory: the timing child takes it again alone."""
     calls = []
 
     def fake_time(spec, path, *, seed, exclusive=False):
         calls.append((exclusive, _memory_state(tmp_path)))
-        if exclusive:
-            return TimingResult(target=path, status="ok")
-        return TimingResult(target=path, status="failed", reason="OutOfMemoryError: CUDA out of memory.")
+        return TimingResult(target=path, status="ok")
 
     monkeypatch.setattr(task, "time_target", fake_time)
-    assert task.time_candidate(cuda_spec, "k.py", 1).status == "ok"
-    assert calls == [(False, "shared"), (True, "alone")]
+    oom = TimingResult(target="k.py", status="failed", reason="OutOfMemoryError: CUDA out of memory.")
+    passed = _verdict(True, "all checks passed")
+    assert task.time_candidate(cuda_spec, "k.py", 1, passed.model_copy(update={"timing": oom})).status == "ok"
+    assert calls == [(True, "alone")]
+    ok = TimingResult(target="k.py", status="ok")
+    assert task.time_candidate(cuda_spec, "k.py", 1, passed.model_copy(update={"timing": ok})) == ok
+    assert len(calls) == 1  # a timing that did not run out of memory is the one the verification took
 
 
 def test_a_job_alone_waits_for_running_jobs_and_holds_back_new_ones(cuda_spec, tmp_path) -> None:

@@ -1,4 +1,5 @@
-"""Timing in a child process, labelled CPU times, and the per-device lock."""
+"""Timing in a child process, or in the verified kernel's own after its checks; labelled CPU times;
+the per-device lock."""
 
 from __future__ import annotations
 
@@ -8,12 +9,12 @@ import time
 
 import torch
 
-from beamsearch.schema import RunSpec
+from beamsearch.schema import RunSpec, TimingKnobs
 from tests.conftest import KERNELS
-from workers.clock import clock_disagreement
+from workers.clock import InputNudger, clock_disagreement
 from workers.gpu_lock import device_key, gpu_lock
 from workers.timing import time_target
-from workers.timing_child import InputNudger
+from workers.verify import verify_kernel
 
 
 def test_kernel_and_eager_are_timed_the_same_way_and_labelled_cpu(scale_spec: RunSpec, tmp_path) -> None:
@@ -30,6 +31,28 @@ def test_kernel_and_eager_are_timed_the_same_way_and_labelled_cpu(scale_spec: Ru
     assert all(c.passed for c in kernel.checks) and not eager.checks
     assert kernel.perturb_seed is not None
     assert kernel.compiled_hash is None  # the interpreter compiles nothing: candidates differ by source alone
+
+
+def test_a_verified_kernel_is_timed_in_its_process_the_way_the_timing_child_times(scale_spec: RunSpec, tmp_path) -> None:
+    good = str(KERNELS / "good.py")
+    verdict = verify_kernel(scale_spec, good, timing=TimingKnobs(lock_dir=str(tmp_path)))
+    child = time_target(scale_spec, good, lock_dir=str(tmp_path))
+    assert verdict.passed, verdict.reason
+    timing = verdict.timing
+    assert timing is not None and timing.status == "ok", timing
+    assert timing.target == verdict.kernel_path and "timed" in verdict.steps_s
+    assert timing.timing.method == child.timing.method and timing.timing.n >= 3 and not timing.timing.on_gpu
+    assert {c.name for c in timing.checks} == {c.name for c in child.checks}  # the same checks, all passed
+    assert all(c.passed for c in timing.checks) and timing.perturb_seed is not None
+    rejected = verify_kernel(scale_spec, str(KERNELS / "wrong_values.py"), timing=TimingKnobs())
+    assert not rejected.passed and rejected.timing is None  # only a kernel that passed is timed
+
+
+def test_a_kernel_that_dies_when_timed_fails_its_timing_not_its_verdict(scale_spec: RunSpec) -> None:
+    verdict = verify_kernel(scale_spec, str(KERNELS / "exits_when_timed.py"), timing=TimingKnobs())
+    assert verdict.passed, verdict.reason
+    assert verdict.timing.status == "crashed" and verdict.timing.timing is None
+    assert "exited with status 0" in verdict.timing.reason, verdict.timing.reason
 
 
 def test_clock_disagreement_flags_events_that_miss_work() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from beamsearch.schema import RunSpec
+from beamsearch.schema import RunSpec, TimingKnobs
 from tests.conftest import DATA, KERNELS
 from tests.test_verify import BAD_KERNELS
 from workers.timing import time_target
@@ -44,7 +44,18 @@ def test_hang_is_killed_on_gpu(gpu_spec: RunSpec) -> None:
 
 @pytest.mark.parametrize("name", ["good.py", "kernelagent_varargs.py"])
 def test_good_kernels_pass_and_time_on_gpu(name: str, gpu_spec: RunSpec) -> None:
-    verdict = verify_kernel(gpu_spec, str(KERNELS / name))
+    """Both timing paths: the timing child, and the runner after the checks (what a search uses)."""
+    verdict = verify_kernel(gpu_spec, str(KERNELS / name), timing=TimingKnobs())
     assert verdict.passed, verdict.reason
-    timing = time_target(gpu_spec, str(KERNELS / name))
-    assert timing.status == "ok" and timing.timing.on_gpu and timing.timing.n >= 10
+    child = time_target(gpu_spec, str(KERNELS / name))
+    for timing in (child, verdict.timing):
+        assert timing.status == "ok" and timing.timing.on_gpu and timing.timing.n >= 10, timing.reason
+    assert {c.name for c in verdict.timing.checks} == {c.name for c in child.checks}
+    assert all(c.passed for c in verdict.timing.checks)
+    assert verdict.timing.compiled_hash is not None and verdict.timing.compiled_hash == child.compiled_hash
+    assert verdict.timing.lock_wait_s >= 0 and "measured" in verdict.timing.steps_s
+
+
+def test_a_kernel_that_dies_when_timed_fails_its_timing_on_gpu(gpu_spec: RunSpec) -> None:
+    verdict = verify_kernel(gpu_spec, str(KERNELS / "exits_when_timed.py"), timing=TimingKnobs())
+    assert verdict.passed and verdict.timing.status == "crashed", (verdict.reason, verdict.timing)

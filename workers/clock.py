@@ -32,7 +32,7 @@ from typing import Any
 
 import torch
 
-from beamsearch.schema import DType, ShapeSet, Timing
+from beamsearch.schema import CheckResult, DType, ShapeSet, Timing
 
 _perf_counter = time.perf_counter  # taken before any kernel is imported
 _Event = torch.cuda.Event
@@ -48,6 +48,7 @@ HOST_BATCH_MS = 50.0  # each cross-check batch runs about this long
 HOST_BATCHES = 3  # the fastest batch counts: the host clock only ever adds time
 CLOCK_REL_TOL = 0.5
 CLOCK_ABS_TOL_MS = 0.05
+NUDGED_PER_TENSOR = 8
 GPU_METHOD = "cuda events, L2 flushed (256 MB), whole device synchronised per repetition"
 CPU_METHOD = "host perf_counter per call (CPU; kernels run in Triton's interpreter)"
 
@@ -130,6 +131,51 @@ def clock_disagreement(
         f"({event_ms:.4g} ms) or enqueueing a call ({host_enqueue_ms:.4g} ms) account for (limit {bound_ms:.4g} ms): "
         "the events missed work"
     )
+
+
+def timing_checks(timing: Timing) -> list[CheckResult]:
+    """What a GPU timing says about the call it timed: the events agree with the host clock, and most
+    repetitions ended on the call's own stream. Nothing to check on the CPU."""
+    if not timing.on_gpu or timing.host_batch_ms is None or timing.host_enqueue_ms is None:
+        return []
+    why = clock_disagreement(timing.median_ms, timing.host_batch_ms, timing.host_enqueue_ms)
+    on_stream = timing.device_end_n * 2 <= timing.n
+    return [
+        CheckResult(name="clocks_agree", passed=why is None, detail=why or ""),
+        CheckResult(name="current_stream", passed=on_stream, detail="" if on_stream else (
+            f"{timing.device_end_n} of {timing.n} repetitions ended on another stream after the call's own stream "
+            f"(median gap {timing.device_gap_ms or 0:.3g} ms; a call of the same length on one stream: at most "
+            f"{timing.sync_margin_ms or 0:.3g} ms): kernel_function left its work unordered with the caller's stream")),
+    ]  # fmt: skip
+
+
+class InputNudger:
+    """Between repetitions: put back the elements changed last time, then copy values from other random
+    places into a few random places of each floating input (same values, so the problem's cost does
+    not change; different contents, so no two calls see the same input)."""
+
+    def __init__(self, inputs: list[Any], seed: int, k: int = NUDGED_PER_TENSOR) -> None:
+        self.flats = [t.view(-1) for t in inputs
+                      if isinstance(t, torch.Tensor) and t.is_floating_point() and t.is_contiguous() and t.numel() > 1]  # fmt: skip
+        self.gen = torch.Generator().manual_seed(seed)
+        self.k = k
+        self.saved: list[tuple[torch.Tensor, torch.Tensor]] = []
+
+    def __call__(self) -> None:
+        self.restore()
+        with torch.no_grad():
+            for flat in self.flats:
+                n = flat.numel()
+                places = torch.randint(0, n, (min(self.k, n),), generator=self.gen).to(flat.device)
+                sources = torch.randint(0, n, (min(self.k, n),), generator=self.gen).to(flat.device)
+                self.saved.append((places, flat[places].clone()))
+                flat[places] = flat[sources]
+
+    def restore(self) -> None:
+        with torch.no_grad():
+            for flat, (places, values) in zip(self.flats, self.saved, strict=False):
+                flat[places] = values
+        self.saved = []
 
 
 Rep = tuple[float, float, float, float]  # stream ms, device-wide ms, their gap, host enqueue ms

@@ -9,12 +9,19 @@ The runner answers with the outputs (shared back) and what its observers saw: Py
 the harness that were replaced (``integrity``). The judge compares and decides; anything the runner
 says about itself is evidence, not a verdict, since the kernel runs in this process.
 
+Once every check has passed, the judge may ask for a timing in this same process, so a candidate
+starts one GPU process fewer: *hash* the compiled code one call launches, *time* the calls with
+``workers.clock`` (the clock the timing child uses for baselines), then one *call* with no observer
+on inputs the judge changed at places only it knows, whose output it checks. Timing calls are not
+observed: an observer costs time, and a kernel honest only when watched fails that last call.
+
 On the CPU the runner's address space is capped (``RLIMIT_AS``): a kernel asking for hundreds of GB
 gets an allocation error instead of pushing the machine into swap while its memory is poisoned.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import signal
@@ -28,7 +35,9 @@ import torch
 
 from workers.binding import BindError, bind
 from workers.child_process import start_cuda_early
-from workers.integrity import BackgroundWork, Snapshot
+from workers.clock import InputNudger, measure
+from workers.compiled_code import launch_hash
+from workers.integrity import BackgroundWork, Snapshot, ThreadStarts
 from workers.problem_instance import load_kernel_function, select_device_name
 from workers.sandbox import confine_job
 from workers.shared_tensors import Channel, ChannelClosed, ProtocolError, decode_value
@@ -153,19 +162,24 @@ class _Runner:
             return reply
         return {"ok": True, "sandbox": sandbox, **self._evidence()}
 
-    def call(self, body: dict[str, Any], tensors: list[torch.Tensor]) -> tuple[dict[str, Any], list[torch.Tensor]]:
-        previous, self.outputs = self.outputs, []  # alive during this call: new memory cannot overlap them
+    def bound(self, body: dict[str, Any], tensors: list[torch.Tensor]) -> Callable[[], Any]:
+        """kernel_function bound to the request's inputs (or the previous request's: ``"same"``)."""
         if body["inputs"] != "same":
             self.inputs = [decode_value(v, tensors) for v in body["inputs"]]
             self.values = {k: decode_value(v, tensors) for k, v in body["values"].items()}
+        return bind(self.fn, self.inputs, self.values)
+
+    def call(self, body: dict[str, Any], tensors: list[torch.Tensor]) -> tuple[dict[str, Any], list[torch.Tensor]]:
+        previous, self.outputs = self.outputs, []  # alive during this call: new memory cannot overlap them
         try:
-            call = bind(self.fn, self.inputs, self.values)
+            call = self.bound(body, tensors)
         except BindError as e:
-            return {"error": {"status": "bind_failed", "reason": str(e), "traceback": ""}}, []
-        observed = ObservedCall()
+            return _bind_error(e), []
+        observed = ObservedCall() if body.get("observe", True) else None  # None: only threads counted
+        threads = ThreadStarts()
         started = time.perf_counter()
         try:
-            with torch.no_grad(), observed:
+            with torch.no_grad(), observed or threads:
                 out = call()
             if self.device.startswith("cuda"):
                 _synchronize()  # asynchronous faults (illegal address) surface here
@@ -176,17 +190,45 @@ class _Runner:
         report = {
             "same_as_previous": [k for k, o in enumerate(outs) if type(o) is torch.Tensor
                                  and any(_overlap(o, p) for p in previous)],  # fmt: skip
-            "forbidden": dict(observed.forbidden),
-            "host_reads": dict(observed.host_reads),
-            "threads_started": observed.threads_started,
+            "forbidden": dict(observed.forbidden) if observed else {},
+            "host_reads": dict(observed.host_reads) if observed else {},
+            "threads_started": observed.threads_started if observed else threads.n,
             "call_s": call_s,
-            **self._evidence(extra_tampering=observed.tampering),
+            **self._evidence(extra_tampering=observed.tampering if observed else []),
         }
         problem = _structure_problem(outs, [t for t in [*self.inputs, *self.values.values()] if isinstance(t, torch.Tensor)])
         if problem is not None:
             return {"report": report, "structure": problem, "n_outputs": len(outs)}, []
         self.outputs = outs
         return {"report": report, "structure": None, "n_outputs": len(outs)}, outs
+
+    def hash(self, body: dict[str, Any], tensors: list[torch.Tensor]) -> dict[str, Any]:
+        """One more call, hashing the compiled code it launches (``workers.compiled_code``)."""
+        try:
+            call = self.bound(body, tensors)
+        except BindError as e:
+            return _bind_error(e)
+        compiled_hash = None
+        with torch.no_grad(), ThreadStarts() as threads, contextlib.suppress(Exception):  # a bonus, never a failure
+            compiled_hash = launch_hash(call, _synchronize)
+        return {"compiled_hash": compiled_hash, "threads_started": threads.n, **self._evidence()}
+
+    def time(self, body: dict[str, Any], tensors: list[torch.Tensor]) -> dict[str, Any]:
+        """Time the calls (``workers.clock.measure``), a few input elements changed between repetitions
+        and put back afterwards. The judge holds the GPU's measurement lock meanwhile."""
+        try:
+            call = self.bound(body, tensors)
+        except BindError as e:
+            return _bind_error(e)
+        nudger = InputNudger(self.inputs, int(body["nudge_seed"]))
+        try:
+            with torch.no_grad(), ThreadStarts() as threads:
+                timing = measure(call, self.device, dtype=body["dtype"], shapes=body["shapes"],
+                                 between_reps=nudger, **body["budget"])  # fmt: skip
+            nudger.restore()
+        except BaseException as e:  # noqa: BLE001 - whatever the kernel raises, SystemExit included
+            return _error("runtime_error", e)
+        return {"timing": timing.model_dump(mode="json"), "threads_started": threads.n, **self._evidence()}
 
     def _evidence(self, extra_tampering: list[str] = ()) -> dict[str, Any]:
         tampering = list(extra_tampering)
@@ -211,6 +253,10 @@ def _serve(channel: Channel) -> None:
                 reply, out = runner.load(body), []
             elif op == "call":
                 reply, out = runner.call(body, tensors)
+            elif op == "hash":
+                reply, out = runner.hash(body, tensors), []
+            elif op == "time":
+                reply, out = runner.time(body, tensors), []
             else:
                 return
         except BaseException as e:  # noqa: BLE001 - our own step failed (the kernel may have broken it)
@@ -252,6 +298,10 @@ def _overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
         return False
     a0, b0 = a.untyped_storage().data_ptr(), b.untyped_storage().data_ptr()
     return a0 < b0 + b.untyped_storage().nbytes() and b0 < a0 + a.untyped_storage().nbytes()
+
+
+def _bind_error(e: BindError) -> dict[str, Any]:
+    return {"error": {"status": "bind_failed", "reason": str(e), "traceback": ""}}
 
 
 def _error(status: str, e: BaseException, import_: bool = False) -> dict[str, Any]:

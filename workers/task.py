@@ -2,7 +2,8 @@
 time, reflect. Plain functions, so tests run them without Ray. New kernels are profiled after the
 round, and only those the beam keeps (``profile_beam_kernel``): they are the next round's parents.
 
-The candidate's code never runs here: verification, timing and ncu each run it in a child process.
+The candidate's code never runs here: verification (with the timing after it) and ncu each run it in a
+child process.
 Nothing here raises for what a kernel or a model does; those become the result's status and reason.
 """
 
@@ -17,7 +18,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from beamsearch.config import SearchConfig
-from beamsearch.schema import Diagnosis, Floor, Kernel, Profile, Roofline, RunSpec, TimingResult, Verdict
+from beamsearch.schema import (
+    Diagnosis,
+    Floor,
+    Kernel,
+    Profile,
+    Roofline,
+    RunSpec,
+    TimingKnobs,
+    TimingResult,
+    Verdict,
+)
 from beamsearch.state import Baseline, BeamEntry, FinalTiming, Task, TaskResult, VerifyTry
 from profiling.ncu import profile_kernel
 from profiling.roofline import classify
@@ -79,25 +90,28 @@ def out_of_gpu_memory(spec: RunSpec, passed: bool, reason: str) -> bool:
 
 
 def verify_candidate(spec: RunSpec, path: str, seeds: list[int], slots: int) -> Verdict:
-    """Verify under one of the GPU's verification slots. A verification that ran out of GPU memory beside
-    other workers' verifications, timings and profiles is run once more with the GPU to itself (no
-    other job of any worker running; and the measurement lock inside the child), so memory pressure is
-    not held against the kernel; a kernel that needs more memory than the GPU has fails the second time
-    too. The workers' idle spares still hold their CUDA contexts then, about 0.5 GB each."""
+    """Verify under one of the GPU's verification slots; a kernel that passes is timed in the same
+    process, on the first seed's inputs (``Verdict.timing``), so a candidate starts one GPU process fewer.
+
+    A verification that ran out of GPU memory beside other workers' verifications, timings and profiles
+    is run once more with the GPU to itself (no other job of any worker running; and the measurement
+    lock inside the child), so memory pressure is not held against the kernel; a kernel that needs more
+    memory than the GPU has fails the second time too. The workers' idle spares still hold their CUDA
+    contexts then, about 0.5 GB each."""
+    knobs = TimingKnobs(seed=seeds[0])
     with gpu_slot(spec.device, "verify", slots), gpu_memory(spec.device):
-        verdict = verify_kernel(spec, path, seeds=seeds)
+        verdict = verify_kernel(spec, path, seeds=seeds, timing=knobs)
     if not out_of_gpu_memory(spec, verdict.passed, verdict.reason):
         return verdict
     with gpu_memory(spec.device, alone=True):
-        again = verify_kernel(spec, path, seeds=seeds, exclusive=True)
+        again = verify_kernel(spec, path, seeds=seeds, exclusive=True, timing=knobs)
     return again.model_copy(update={"retried_alone": True})
 
 
-def time_candidate(spec: RunSpec, path: str, seed: int) -> TimingResult:
-    """Time a verified kernel; one that ran out of GPU memory while others held theirs (timing children
-    build their inputs before queueing for the lock) is timed again with the GPU to itself."""
-    with gpu_memory(spec.device):
-        timing = time_target(spec, path, seed=seed)
+def time_candidate(spec: RunSpec, path: str, seed: int, verdict: Verdict) -> TimingResult:
+    """The timing taken after the verification, in the kernel's process. One that ran out of GPU memory
+    while other jobs held theirs is taken again by the timing child, with the GPU to itself."""
+    timing = verdict.timing or TimingResult(target=path, status="failed", reason="the verification took no timing")
     if not out_of_gpu_memory(spec, timing.status == "ok", timing.reason):
         return timing
     with gpu_memory(spec.device, alone=True):
@@ -151,7 +165,7 @@ def run_task(task: Task, ctx: WorkerContext) -> TaskResult:
                                 reflection=reflection, exchanges=_exchanges(llm), **common), stages)  # fmt: skip
 
     with stages("time"):
-        timing = time_candidate(spec, path, seeds[0])
+        timing = time_candidate(spec, path, seeds[0], verdict)
     gpu_s = _held_s(timing)
     ms = timing.timing.median_ms if timing.timing else None
     if ms is None:
@@ -197,7 +211,7 @@ def measure_input(task: Task, ctx: WorkerContext) -> TaskResult:
     if not verdict.passed:
         return _done(TaskResult(status="rejected", reason=f"{verdict.status}: {verdict.reason}", tries=tries, **common), stages)
     with stages("time"):
-        timing = time_candidate(spec, path, seeds[0])
+        timing = time_candidate(spec, path, seeds[0], verdict)
     if timing.timing is None:
         return _done(TaskResult(status="not_timed", reason=f"timing {timing.status}: {timing.reason}", tries=tries,
                                 timing=timing, **common), stages)  # fmt: skip

@@ -30,7 +30,7 @@ import torch
 from beamsearch.schema import DEFAULT_TOLERANCES, CheckResult, RunSpec, Timing, TimingRequest, TimingResult
 from workers.binding import bind, model_values
 from workers.child_process import serve
-from workers.clock import clock_disagreement, measure
+from workers.clock import InputNudger, measure, timing_checks
 from workers.compare import compare
 from workers.compiled_code import launch_hash
 from workers.gpu_lock import gpu_lock, lock_folder
@@ -49,7 +49,6 @@ from workers.sandbox import confine_job
 from workers.steps import Steps
 
 COMPILE_MODES = {"compile": None, "compile-max-autotune": "max-autotune-no-cudagraphs"}
-NUDGED_PER_TENSOR = 8
 _synchronize = torch.cuda.synchronize  # taken before any kernel is imported
 
 
@@ -67,35 +66,6 @@ def build_callable(target: str, instance: ProblemInstance) -> Callable[[], Any]:
         compiled = torch.compile(model, mode=COMPILE_MODES[target])
         return lambda: compiled(*inputs)
     return bind(load_kernel_function(target), inputs, model_values(model))
-
-
-class InputNudger:
-    """Between repetitions: put back the elements changed last time, then copy values from other random
-    places into a few random places of each floating input (same values, so the problem's cost does
-    not change; different contents, so no two calls see the same input)."""
-
-    def __init__(self, inputs: list[Any], seed: int, k: int = NUDGED_PER_TENSOR) -> None:
-        self.flats = [t.view(-1) for t in inputs
-                      if isinstance(t, torch.Tensor) and t.is_floating_point() and t.is_contiguous() and t.numel() > 1]  # fmt: skip
-        self.gen = torch.Generator().manual_seed(seed)
-        self.k = k
-        self.saved: list[tuple[torch.Tensor, torch.Tensor]] = []
-
-    def __call__(self) -> None:
-        self.restore()
-        with torch.no_grad():
-            for flat in self.flats:
-                n = flat.numel()
-                places = torch.randint(0, n, (min(self.k, n),), generator=self.gen).to(flat.device)
-                sources = torch.randint(0, n, (min(self.k, n),), generator=self.gen).to(flat.device)
-                self.saved.append((places, flat[places].clone()))
-                flat[places] = flat[sources]
-
-    def restore(self) -> None:
-        with torch.no_grad():
-            for flat, (places, values) in zip(self.flats, self.saved, strict=False):
-                flat[places] = values
-        self.saved = []
 
 
 class KernelWatch:
@@ -161,15 +131,8 @@ class KernelWatch:
                     f"{problem}")  # fmt: skip
 
     def check_timing(self, timing: Timing) -> None:
-        if not timing.on_gpu or timing.host_batch_ms is None or timing.host_enqueue_ms is None:
-            return
-        why = clock_disagreement(timing.median_ms, timing.host_batch_ms, timing.host_enqueue_ms)
-        self.record("clocks_agree", why is None, why or "")
-        self.record("current_stream", timing.device_end_n * 2 <= timing.n,
-                    f"{timing.device_end_n} of {timing.n} repetitions ended on another stream after the call's "
-                    f"own stream (median gap {timing.device_gap_ms or 0:.3g} ms; a call of the same length on "
-                    f"one stream: at most {timing.sync_margin_ms or 0:.3g} ms): kernel_function left its work "
-                    "unordered with the caller's stream")  # fmt: skip
+        for check in timing_checks(timing):
+            self.record(check.name, check.passed, check.detail)
 
 
 def time_in_child(req: TimingRequest) -> TimingResult:

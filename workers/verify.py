@@ -6,7 +6,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from beamsearch.schema import DEFAULT_TOLERANCES, RunSpec, Tolerance, Verdict, VerifyRequest
+from beamsearch.schema import DEFAULT_TOLERANCES, RunSpec, TimingKnobs, Tolerance, Verdict, VerifyRequest
 from workers.child_process import run_child
 
 DEFAULT_VERIFY_TIMEOUT_S = 300.0
@@ -21,8 +21,10 @@ def verify_kernel(
     tolerance: Tolerance | None = None,
     timeout_s: float = DEFAULT_VERIFY_TIMEOUT_S,
     exclusive: bool = False,
+    timing: TimingKnobs | None = None,
 ) -> Verdict:
-    """Run every check on ``kernel_path`` in a child process and return the verdict.
+    """Run every check on ``kernel_path`` in a child process and return the verdict; with ``timing``,
+    a kernel that passes is then timed in the same process (``Verdict.timing``).
 
     Never raises for anything the kernel does: a hang becomes ``timeout``, a dead child ``crashed``.
     """
@@ -36,6 +38,7 @@ def verify_kernel(
         seeds=seeds,
         tolerance=tolerance or DEFAULT_TOLERANCES[spec.dtype],
         exclusive=exclusive,
+        timing=timing,
     )
     run = run_child("workers.verify_child", request, timeout_s, spec.device)
     common = dict(kernel_path=kernel_path, seeds=request.seeds, spec=spec, tolerance=request.tolerance,

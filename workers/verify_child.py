@@ -15,6 +15,12 @@ non-finite values, tolerance and unchanged inputs. On the first seed, three more
 with other values written in place (caching by pointer), fresh tensors holding those values with a few
 elements changed (a cache keyed on a sample of the input), and fresh tensors with exactly those values
 again (a cache keyed on all of it hands back the previous output's memory).
+
+When the request asks for a timing and every check has passed, the runner times the kernel on fresh
+inputs (``time_after_checks``) while this process holds the GPU's measurement lock; then one
+unobserved call on those inputs, changed at random places drawn here, must match a reference made
+here. A timing that fails its checks leaves the verdict passed and is itself ``failed``, as from the
+timing child.
 """
 
 from __future__ import annotations
@@ -30,9 +36,10 @@ from typing import Any
 
 import torch
 
-from beamsearch.schema import CheckResult, RunSpec, Verdict, VerifyRequest
+from beamsearch.schema import CheckResult, RunSpec, Timing, TimingResult, Verdict, VerifyRequest
 from workers.binding import model_values
 from workers.child_process import TAIL_CHARS, serve, use_one_work_queue
+from workers.clock import timing_checks
 from workers.compare import compare
 from workers.gpu_lock import gpu_lock
 from workers.kernel_runner import KernelProcess, KernelProcessDied
@@ -91,9 +98,13 @@ def verify(req: VerifyRequest, runner: KernelProcess) -> Verdict:
     start = time.perf_counter()
     checks = Checks()
     status, reason, tb = "ok", "all checks passed", ""
+    timing: TimingResult | None = None
     try:
         with gpu_lock(req.spec.device) if req.exclusive else contextlib.nullcontext():
-            _verify(req, checks, runner)
+            kernel, module, pool = _verify(req, checks, runner)
+            if req.timing is not None:
+                timing = time_after_checks(req, kernel, module, pool, checks.sandbox)
+                checks.steps.end("timed")
     except Failed as f:
         status, reason, tb = f.status, f.reason, f.tb
     except Exception as e:  # the harness's own steps (inputs, copies, references) failed, e.g. out of memory
@@ -120,6 +131,7 @@ def verify(req: VerifyRequest, runner: KernelProcess) -> Verdict:
         nudge_seed=checks.nudge_seed,
         sandbox=checks.sandbox,
         steps_s=checks.steps.ended,
+        timing=timing,
     )
 
 
@@ -158,10 +170,12 @@ class _Kernel:
         checks.results.append(CheckResult(name="imports", passed=True))
         _check_evidence(reply, checks, "at import")
 
-    def call(self, inputs: list[Any] | None, values: dict[str, Any], where: str) -> tuple[dict[str, Any], list[torch.Tensor]]:
-        """Call the kernel on ``inputs`` (None: the tensors of the previous call, as they are now)."""
+    def call(self, inputs: list[Any] | None, values: dict[str, Any], where: str, op: str = "call",
+             **fields: Any) -> tuple[dict[str, Any], list[torch.Tensor]]:  # fmt: skip
+        """Call the kernel on ``inputs`` (None: the tensors of the previous call, as they are now); ``op``
+        and ``fields`` name another request on them (hash, time, an unobserved call)."""
         tensors: list[torch.Tensor] = []
-        body: dict[str, Any] = {"op": "call", "inputs": "same", "values": {}}
+        body: dict[str, Any] = {"op": op, "inputs": "same", "values": {}, **fields}
         if inputs is not None:
             body["inputs"] = [encode_value(v, tensors) for v in inputs]
             body["values"] = {k: encode_value(v, tensors) for k, v in values.items()}
@@ -174,7 +188,8 @@ class _Kernel:
         return reply, outs
 
 
-def _verify(req: VerifyRequest, checks: Checks, runner: KernelProcess) -> None:
+def _verify(req: VerifyRequest, checks: Checks, runner: KernelProcess) -> tuple[_Kernel, Any, _SharedPool]:
+    """Every check; raises Failed at the first that fails. Returns what a timing goes on with."""
     spec = req.spec
     if spec.device.startswith("cuda") and not torch.cuda.is_available():
         raise Failed("problem_error", f"device {spec.device} asked for, but no CUDA GPU is visible")
@@ -225,6 +240,76 @@ def _verify(req: VerifyRequest, checks: Checks, runner: KernelProcess) -> None:
             again = [t.clone() if isinstance(t, torch.Tensor) else t for t in nudged]
         _checked_call(kernel, again, values, reference, req, checks, f"{where}, the same values again")
         checks.steps.end("cache_checks")
+    return kernel, module, pool
+
+
+def time_after_checks(req: VerifyRequest, kernel: _Kernel, module: Any, pool: _SharedPool, sandbox: str) -> TimingResult:
+    """Time the verified kernel in its runner on the timing seed's inputs, as the timing child would,
+    and check the call after the timed ones. Never raises: a failure is the timing's status."""
+    assert req.timing is not None
+    knobs, spec = req.timing, req.spec
+    start = time.perf_counter()
+    checks = Checks()  # the timing's own: its failures fail the timing, not the verdict
+    seed = nudge_seed()  # the places changed between repetitions and for the last call
+    timing: Timing | None = None
+    waited_s = 0.0
+    compiled_hash = None
+    common = dict(target=req.kernel_path, perturb_seed=seed, sandbox=sandbox)
+    try:
+        with pool:
+            instance = instantiate(module, spec, knobs.seed)
+            probe = [t.clone() if isinstance(t, torch.Tensor) else t for t in instance.inputs]
+        perturb_(probe, seed)
+        reference = reference_output(ProblemInstance(instance.model, probe), spec)
+        values = model_values(instance.model)
+        checks.steps.end("inputs")
+        if spec.device.startswith("cuda"):
+            reply, _ = kernel.call(instance.inputs, values, "hashing its compiled code", op="hash")
+            compiled_hash = reply.get("compiled_hash")
+            _check_evidence(reply, checks, "the call that hashes the compiled code")
+            checks.steps.end("hashed")
+        budget = dict(warmup_ms=knobs.warmup_ms, rep_ms=knobs.rep_ms, min_reps=knobs.min_reps, max_reps=knobs.max_reps)
+        inputs = None if spec.device.startswith("cuda") else instance.inputs  # on a GPU, handed over to hash
+        with contextlib.nullcontext(0.0) if req.exclusive else gpu_lock(spec.device, knobs.lock_dir) as waited:
+            waited_s = waited
+            checks.steps.end("locked")
+            reply, _ = kernel.call(inputs, values, "timed", op="time", nudge_seed=seed, dtype=spec.dtype,
+                                   shapes=spec.shapes, budget=budget)  # fmt: skip
+        checks.steps.end("measured")
+        timing = Timing.model_validate(reply["timing"])
+        _check_evidence(reply, checks, "during the timed calls")
+        for check in timing_checks(timing):
+            checks.record(check.name, check.passed, check.detail)
+        with pool:
+            for t, p in zip(instance.inputs, probe, strict=True):
+                if isinstance(t, torch.Tensor):
+                    t.copy_(p)  # the inputs the reference was made for, whatever the timed calls left
+        if spec.device.startswith("cuda"):
+            torch.cuda.synchronize()
+        reply, outs = kernel.call(None, values, "after the timed calls", observe=False)
+        _check_evidence(reply.get("report") or {}, checks, "after the timed calls")
+        problem = reply.get("structure") or _structure_problem(outs, int(reply.get("n_outputs", len(outs))),
+                                                                _as_list(reference), spec)  # fmt: skip
+        for k, (o, r) in enumerate(zip(outs, _as_list(reference), strict=False)):
+            cmp = compare(o, r, req.tolerance) if problem is None else None
+            if cmp is not None and not cmp.passed:
+                wrong = cmp.n_mismatched + cmp.n_unwritten + cmp.n_unexpected_nonfinite
+                problem = f"output {k}: {wrong} of {cmp.n} elements wrong (max abs err {cmp.max_abs_err:.4g})"
+        checks.record("output_after_timing", problem is None,
+                "a call after the timed repetitions, on inputs changed at random places, gave a wrong answer: "
+                f"{problem}")  # fmt: skip
+        checks.steps.end("checked")
+    except Failed as f:
+        status = "crashed" if f.status in ("crashed", "timeout") else "failed"
+        return TimingResult(status=status, reason=f.reason[:900], timing=timing, lock_wait_s=waited_s,
+                            duration_s=time.perf_counter() - start, traceback=f.tb, checks=checks.results,
+                            compiled_hash=compiled_hash, steps_s=checks.steps.ended, **common)  # fmt: skip
+    except Exception as e:  # the harness's own steps (inputs, copies, references) failed, e.g. out of memory
+        return TimingResult(status="failed", reason=f"{type(e).__name__}: {e}".splitlines()[0][:500], timing=timing,
+                            lock_wait_s=waited_s, duration_s=time.perf_counter() - start,
+                            traceback=traceback.format_exc(), checks=checks.results, steps_s=checks.steps.ended, **common)  # fmt: skip
+    return TimingResult(status="ok", timing=timing, lock_wait_s=waited_s, duration_s=time.perf_counter() - start,
+                        checks=checks.results, compiled_hash=compiled_hash, steps_s=checks.steps.ended, **common)  # fmt: skip
 
 
 def _checked_call(
