@@ -131,6 +131,8 @@ class VerifyRequest(Record):
                                                "profiling beside it): the retry after running out of memory")
     timing: TimingKnobs | None = Field(None, description="once every check has passed, time the kernel in the "
                                                          "process that ran it (its verdict carries the timing)")
+    slots: int = Field(0, ge=0, description="hold one of this many verification places on the GPU (gpu_slot) while "
+                                            "the checks run, not while timing; 0: none")
 
 
 VerdictStatus = Literal[

@@ -5,9 +5,12 @@
 Reads each run's summary.json (or state.json) and its tasks' result.json. A candidate is a task that
 proposed a kernel (one with nothing new to propose is not counted). Per candidate, the wall
 seconds of each task stage (verify, with the timing after it; child start-up, compiles and waits for
-the GPU lock included) and of the profiles of the beam's kernels taken after each round. `measure
-share` is the seconds spent timing (the lock's wait left out) and profiling over the rounds'
-GPU-seconds (wall x GPUs): near 100 % the GPU's measurement is the limit.
+the GPU lock included) and of the profiles of the beam's kernels taken after each round.
+`timing share` is the seconds the timings held the GPU's lock (from the `locked` to the `measured`
+step, in either timing path) over the rounds' GPU-seconds (wall x GPUs); `profiling share` is the part
+of the rounds' wall time spent profiling the beam's kernels after the selection, when no task runs.
+Near 100 % together, the GPU's measurement is the limit; far below, the GPU mostly waits on processes
+starting, compiles and checks.
 
 With `--steps`, a second table: inside each job (verification, the timing after it, ncu), the median
 time from the job's start at which each step ended, so two runs' slow stages can be compared step by
@@ -63,9 +66,16 @@ def stats(run: Path, gpus: int, rounds: list[RoundRecord], results: list[TaskRes
         "candidates per GPU-min": 60 * n / (search_s * gpus),
         "profile wall s per round": sum(r.profile_wall_s for r in rounds) / len(rounds),
         # Timing's seconds are inside the verify stage now (the verified kernel is timed in its process).
-        "measure share %": 100 * (sum(r.gpu_measure_s for r in results) + stage_s["profile"]) / (search_s * gpus),
+        "timing share %": 100 * sum(locked_s(r) for r in results) / (search_s * gpus),
+        "profiling share %": 100 * sum(r.profile_wall_s for r in rounds) / search_s,
         **{f"{k} s/cand": v / max(1, n) for k, v in sorted(stage_s.items())},
     }
+
+
+def locked_s(result: TaskResult) -> float:
+    """Seconds the candidate's timing held the GPU's measurement lock."""
+    steps = result.timing.steps_s if result.timing else {}
+    return steps["measured"] - steps["locked"] if "measured" in steps and "locked" in steps else 0.0
 
 
 def step_medians(results: list[TaskResult]) -> dict[str, float]:

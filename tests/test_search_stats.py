@@ -4,14 +4,16 @@ by its time limit) has candidates but no wall time, and counting them would infl
 from __future__ import annotations
 
 from beamsearch.config import SearchConfig
-from beamsearch.schema import Kernel, RunSpec
+from beamsearch.schema import Kernel, RunSpec, TimingResult
 from beamsearch.state import BeamState, RoundRecord, TaskResult
 from scripts import search_stats
 
 
 def _candidate(run, round_: int, k: int) -> None:
     result = TaskResult(task_id=f"r{round_}-t{k}", parent_id="input", round=round_, direction=k, status="ok", reason="",
-                        kernel=Kernel(source=f"x = {k}", origin="tuner"), stage_s={"verify": 2.0, "time": 3.0})  # fmt: skip
+                        kernel=Kernel(source=f"x = {k}", origin="tuner"), stage_s={"verify": 2.0, "time": 3.0},
+                        timing=TimingResult(target="k.py", status="ok", duration_s=9.0, lock_wait_s=1.0,
+                                            steps_s={"hashed": 0.1, "locked": 1.5, "measured": 3.0}))  # fmt: skip
     folder = run / "optimization_trace" / f"round_{round_}" / "candidates" / result.task_id
     folder.mkdir(parents=True)
     (folder / "result.json").write_text(result.model_dump_json())
@@ -32,3 +34,5 @@ def test_a_round_cut_short_is_not_counted(tmp_path) -> None:
     row = search_stats.stats(tmp_path, 1, rounds, results)
     assert row["candidates"] == 2 and row["candidates per min"] == 4.0
     assert row["profile s/cand"] == 3.0 and row["profile wall s per round"] == 6.0
+    # Only the seconds holding the lock count as timing, not the child's start, compile or wait.
+    assert row["timing share %"] == 100 * 2 * 1.5 / 30.0 and row["profiling share %"] == 100 * 6.0 / 30.0

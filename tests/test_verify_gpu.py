@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
+from filelock import FileLock, Timeout
 
 from beamsearch.schema import RunSpec, TimingKnobs
 from tests.conftest import DATA, KERNELS
 from tests.test_verify import BAD_KERNELS
+from workers.gpu_lock import gpu_lock
 from workers.timing import time_target
 from workers.verify import verify_kernel
 
@@ -59,3 +64,42 @@ def test_good_kernels_pass_and_time_on_gpu(name: str, gpu_spec: RunSpec) -> None
 def test_a_kernel_that_dies_when_timed_fails_its_timing_on_gpu(gpu_spec: RunSpec) -> None:
     verdict = verify_kernel(gpu_spec, str(KERNELS / "exits_when_timed.py"), timing=TimingKnobs())
     assert verdict.passed and verdict.timing.status == "crashed", (verdict.reason, verdict.timing)
+
+
+def _slot_busy(lock_dir) -> bool:
+    """Whether the GPU's single verification place is held (by a child: filelock locks per open file)."""
+    files = list(lock_dir.glob("verify-*-0.lock"))
+    if not files:
+        return False
+    try:
+        FileLock(str(files[0])).acquire(timeout=0)
+    except Timeout:
+        return True
+    FileLock(str(files[0])).release(force=True)
+    return False
+
+
+def test_a_timing_waiting_for_the_lock_gives_its_verification_place_up(gpu_spec, tmp_path, monkeypatch) -> None:
+    """Behind another worker's profile, a verified kernel's timing waits for the measurement lock without
+    the verification place (one here), so other verifications start meanwhile; the timing needs none."""
+    monkeypatch.setenv("BEAMSEARCH_LOCK_DIR", str(tmp_path))
+    done: dict = {}
+    job = threading.Thread(target=lambda: done.update(verdict=verify_kernel(
+        gpu_spec, str(KERNELS / "good.py"), timing=TimingKnobs(), slots=1)))  # fmt: skip
+    with gpu_lock(gpu_spec.device):  # another worker's profile
+        job.start()
+        seen = []
+        deadline = time.time() + 120
+        while time.time() < deadline and (not seen or seen[-1] or not any(seen)):
+            seen.append(_slot_busy(tmp_path))
+            time.sleep(0.01)
+        assert any(seen) and not seen[-1], "the checks took the place, then gave it up"
+        time.sleep(0.5)
+        assert job.is_alive() and not _slot_busy(tmp_path)  # waiting for the lock, holding no place
+        holder = FileLock(str(next(tmp_path.glob("verify-*-0.lock"))))
+        holder.acquire()  # another verification takes the place: the timing does not need it
+    job.join(120)
+    holder.release()
+    verdict = done["verdict"]
+    assert verdict.passed and verdict.timing.status == "ok", (verdict.reason, verdict.timing)
+    assert verdict.timing.lock_wait_s >= 0.3 and "slot_taken" in verdict.steps_s

@@ -4,7 +4,8 @@ releases what it held.
 - ``gpu_lock``: the measurement lock, one per physical GPU, held only while timing or profiling. It is
   named after the GPU's UUID, so two processes that see the same GPU under different
   ``CUDA_VISIBLE_DEVICES`` indices still share it. Compiles, verification and LLM calls never take it.
-- ``gpu_slot``: at most N verifications at once on a worker's GPU, a memory budget.
+- ``gpu_slot``: at most N verifications' checks at once on a worker's GPU, a memory budget (taken by
+  the verification child around its checks, not its timing).
 - ``gpu_memory``: a readers-writer lock on a worker's GPU memory: every GPU job of a task shares it,
   and the rerun of a job that ran out of memory holds it alone.
 

@@ -33,7 +33,7 @@ from beamsearch.state import Baseline, BeamEntry, FinalTiming, Task, TaskResult,
 from profiling.ncu import profile_kernel
 from profiling.roofline import classify
 from profiling.work import judge_time
-from workers.gpu_lock import gpu_memory, gpu_slot
+from workers.gpu_lock import gpu_memory
 from workers.llm_client import LLMClient, LLMConfig
 from workers.proposers.llm import LLMProposer
 from workers.proposers.replay import ReplayProposer
@@ -90,8 +90,10 @@ def out_of_gpu_memory(spec: RunSpec, passed: bool, reason: str) -> bool:
 
 
 def verify_candidate(spec: RunSpec, path: str, seeds: list[int], slots: int) -> Verdict:
-    """Verify under one of the GPU's verification slots; a kernel that passes is timed in the same
-    process, on the first seed's inputs (``Verdict.timing``), so a candidate starts one GPU process fewer.
+    """Verify holding one of the GPU's ``slots`` verification places while the checks run; a kernel that
+    passes is then timed in the same process, on the first seed's inputs (``Verdict.timing``), so a
+    candidate starts one GPU process fewer. The timing gives the place up: held while it waits for the
+    measurement lock, four workers' places would queue behind one profile.
 
     A verification that ran out of GPU memory beside other workers' verifications, timings and profiles
     is run once more with the GPU to itself (no other job of any worker running; and the measurement
@@ -99,8 +101,8 @@ def verify_candidate(spec: RunSpec, path: str, seeds: list[int], slots: int) -> 
     memory than the GPU has fails the second time too. The workers' idle spares still hold their CUDA
     contexts then, about 0.5 GB each."""
     knobs = TimingKnobs(seed=seeds[0])
-    with gpu_slot(spec.device, "verify", slots), gpu_memory(spec.device):
-        verdict = verify_kernel(spec, path, seeds=seeds, timing=knobs)
+    with gpu_memory(spec.device):
+        verdict = verify_kernel(spec, path, seeds=seeds, timing=knobs, slots=slots)
     if not out_of_gpu_memory(spec, verdict.passed, verdict.reason):
         return verdict
     with gpu_memory(spec.device, alone=True):

@@ -22,9 +22,11 @@ def verify_kernel(
     timeout_s: float = DEFAULT_VERIFY_TIMEOUT_S,
     exclusive: bool = False,
     timing: TimingKnobs | None = None,
+    slots: int = 0,
 ) -> Verdict:
     """Run every check on ``kernel_path`` in a child process and return the verdict; with ``timing``,
-    a kernel that passes is then timed in the same process (``Verdict.timing``).
+    a kernel that passes is then timed in the same process (``Verdict.timing``). With ``slots``, the checks
+    wait for one of that many verification places on the GPU (``gpu_slot``); the timing does not hold it.
 
     Never raises for anything the kernel does: a hang becomes ``timeout``, a dead child ``crashed``.
     """
@@ -39,6 +41,7 @@ def verify_kernel(
         tolerance=tolerance or DEFAULT_TOLERANCES[spec.dtype],
         exclusive=exclusive,
         timing=timing,
+        slots=slots,
     )
     run = run_child("workers.verify_child", request, timeout_s, spec.device)
     common = dict(kernel_path=kernel_path, seeds=request.seeds, spec=spec, tolerance=request.tolerance,

@@ -16,7 +16,9 @@ with other values written in place (caching by pointer), fresh tensors holding t
 elements changed (a cache keyed on a sample of the input), and fresh tensors with exactly those values
 again (a cache keyed on all of it hands back the previous output's memory).
 
-When the request asks for a timing and every check has passed, the runner times the kernel on fresh
+The checks run holding one of the GPU's verification places (``gpu_slot``, a memory budget) when the
+request names them; the timing does not hold it. When the request asks for a timing and every check has
+passed, the runner times the kernel on fresh
 inputs (``time_after_checks``) while this process holds the GPU's measurement lock; then one
 unobserved call on those inputs, changed at random places drawn here, must match a reference made
 here. A timing that fails its checks leaves the verdict passed and is itself ``failed``, as from the
@@ -41,7 +43,7 @@ from workers.binding import model_values
 from workers.child_process import TAIL_CHARS, serve, use_one_work_queue
 from workers.clock import timing_checks
 from workers.compare import compare
-from workers.gpu_lock import gpu_lock
+from workers.gpu_lock import gpu_lock, gpu_slot
 from workers.kernel_runner import KernelProcess, KernelProcessDied
 from workers.problem_instance import (
     TORCH_DTYPES,
@@ -101,7 +103,11 @@ def verify(req: VerifyRequest, runner: KernelProcess) -> Verdict:
     timing: TimingResult | None = None
     try:
         with gpu_lock(req.spec.device) if req.exclusive else contextlib.nullcontext():
-            kernel, module, pool = _verify(req, checks, runner)
+            # The slot (a memory budget) covers the checks only: a timing waiting for the measurement lock
+            # (behind a profile, say) must not keep other workers' verifications from starting.
+            with gpu_slot(req.spec.device, "verify", req.slots) if req.slots else contextlib.nullcontext():
+                checks.steps.end("slot_taken")
+                kernel, module, pool = _verify(req, checks, runner)
             if req.timing is not None:
                 timing = time_after_checks(req, kernel, module, pool, checks.sandbox)
                 checks.steps.end("timed")
