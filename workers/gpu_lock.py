@@ -67,9 +67,9 @@ def gpu_slot(device: str, purpose: str, slots: int, lock_dir: str = "") -> Itera
     """Hold one of ``slots`` places for ``purpose`` on this worker's GPU; yields the seconds waited.
 
     A memory budget: at most ``slots`` verifications at once on one GPU, whatever the number of
-    workers sharing it. No-op on the CPU.
+    workers sharing it. No-op on the CPU, and with no ``slots`` (no budget).
     """
-    if not device.startswith("cuda"):
+    if not device.startswith("cuda") or slots <= 0:
         yield 0.0
         return
     folder = lock_folder(lock_dir)

@@ -18,8 +18,8 @@ again (a cache keyed on all of it hands back the previous output's memory).
 
 The checks run holding one of the GPU's verification places (``gpu_slot``, a memory budget) when the
 request names them; the timing does not hold it. When the request asks for a timing and every check has
-passed, the runner times the kernel on fresh
-inputs (``time_after_checks``) while this process holds the GPU's measurement lock; then one
+passed, the runner times the kernel on fresh inputs (``time_after_checks``) while this process holds
+the GPU's measurement lock; then one
 unobserved call on those inputs, changed at random places drawn here, must match a reference made
 here. A timing that fails its checks leaves the verdict passed and is itself ``failed``, as from the
 timing child.
@@ -105,7 +105,7 @@ def verify(req: VerifyRequest, runner: KernelProcess) -> Verdict:
         with gpu_lock(req.spec.device) if req.exclusive else contextlib.nullcontext():
             # The slot (a memory budget) covers the checks only: a timing waiting for the measurement lock
             # (behind a profile, say) must not keep other workers' verifications from starting.
-            with gpu_slot(req.spec.device, "verify", req.slots) if req.slots else contextlib.nullcontext():
+            with gpu_slot(req.spec.device, "verify", req.slots):
                 checks.steps.end("slot_taken")
                 kernel, module, pool = _verify(req, checks, runner)
             if req.timing is not None:
