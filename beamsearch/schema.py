@@ -143,7 +143,7 @@ VerdictStatus = Literal[
     "runtime_error",  # kernel_function raised (illegal memory access, out of memory, sys.exit, and, under
     # the interpreter, Triton errors that a GPU build reports as compile_failed)
     "crashed",  # the child process died without a verdict (a signal, os._exit)
-    "timeout",  # the child was killed after the time limit
+    "timeout",  # a call after the first hung (its process killed), or the child was killed after the time limit
     "problem_error",  # the problem itself (not the kernel) failed to load or run, or the device is missing
 ]
 

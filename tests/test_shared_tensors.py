@@ -9,7 +9,7 @@ import socket
 import pytest
 import torch
 
-from workers.shared_tensors import Channel, ProtocolError, decode_value, encode_value
+from workers.shared_tensors import Channel, ChannelTimeout, ProtocolError, decode_value, encode_value
 
 
 def test_tensors_are_shared_both_ways_without_copies() -> None:
@@ -54,3 +54,11 @@ def test_bad_metadata_is_a_protocol_error_not_a_crash() -> None:
         with pytest.raises(ProtocolError):
             b.recv()
     os.close(r), os.close(w)
+
+
+def test_a_receive_with_a_deadline_times_out_and_then_still_gets_the_next_message() -> None:
+    a, b = Channel.pair()
+    with pytest.raises(ChannelTimeout):
+        b.recv(timeout_s=0.05)
+    a.send({"op": "late"})
+    assert b.recv(timeout_s=1.0) == ({"op": "late"}, [])

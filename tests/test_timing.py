@@ -55,6 +55,23 @@ def test_a_kernel_that_dies_when_timed_fails_its_timing_not_its_verdict(scale_sp
     assert "exited with status 0" in verdict.timing.reason, verdict.timing.reason
 
 
+def test_a_kernel_that_hangs_when_timed_is_killed_holding_the_lock_and_its_timing_is_a_timeout(
+    scale_spec: RunSpec, tmp_path
+) -> None:
+    knobs = TimingKnobs(lock_dir=str(tmp_path), warmup_ms=20, rep_ms=50, min_reps=3, max_reps=20)
+    start = time.monotonic()
+    verdict = verify_kernel(scale_spec, str(KERNELS / "hangs_when_timed.py"), timing=knobs)
+    took_s = time.monotonic() - start
+    assert verdict.passed, verdict.reason
+    timing = verdict.timing
+    assert timing.status == "timeout" and timing.timing is None, timing
+    assert "kernel_function hung (timed)" in timing.reason and "process was killed" in timing.reason, timing.reason
+    assert "locked" in timing.steps_s and "measured" not in timing.steps_s  # it hung holding the lock
+    assert took_s < 100, f"{took_s:.0f} s: the hang bound, not the child's 300 s timeout, should end it"
+    with gpu_lock(scale_spec.device, str(tmp_path)) as waited:
+        assert waited < 1.0  # given back
+
+
 def test_clock_disagreement_flags_events_that_miss_work() -> None:
     assert clock_disagreement(event_ms=1.0, host_batch_ms=1.1, host_enqueue_ms=0.02) is None  # GPU-bound
     assert clock_disagreement(event_ms=0.005, host_batch_ms=0.03, host_enqueue_ms=0.025) is None  # launch-bound

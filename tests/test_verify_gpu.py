@@ -66,6 +66,20 @@ def test_a_kernel_that_dies_when_timed_fails_its_timing_on_gpu(gpu_spec: RunSpec
     assert verdict.passed and verdict.timing.status == "crashed", (verdict.reason, verdict.timing)
 
 
+def test_a_kernel_that_spins_forever_when_timed_is_killed_holding_the_lock_on_gpu(gpu_spec: RunSpec, tmp_path) -> None:
+    """A device-side hang under the measurement lock: the runner is killed before the lock is given up,
+    and the GPU times the next kernel normally."""
+    start = time.monotonic()
+    verdict = verify_kernel(gpu_spec, str(KERNELS / "hangs_when_timed.py"), timing=TimingKnobs(lock_dir=str(tmp_path)))
+    took_s = time.monotonic() - start
+    timing = verdict.timing
+    assert verdict.passed and timing.status == "timeout", (verdict.reason, timing)
+    assert "kernel_function hung (timed)" in timing.reason and "locked" in timing.steps_s, timing
+    assert took_s < 60, f"{took_s:.0f} s"
+    good = verify_kernel(gpu_spec, str(KERNELS / "good.py"), timing=TimingKnobs(lock_dir=str(tmp_path)))
+    assert good.passed and good.timing.status == "ok" and good.timing.lock_wait_s < 1.0, good.timing
+
+
 def _slot_busy(lock_dir) -> bool:
     """Whether the GPU's single verification place is held (by a child: filelock locks per open file)."""
     files = list(lock_dir.glob("verify-*-0.lock"))

@@ -109,6 +109,19 @@ def measure(
     )
 
 
+def expected_measure_s(on_gpu: bool, call_s: float, *, warmup_ms: float, rep_ms: float, min_reps: int, max_reps: int) -> float:
+    """About how long ``measure`` takes for a call of ``call_s`` seconds: its time budgets, or the calls
+    it makes whatever the budgets where those take longer. Per-repetition overheads (L2 flush, sync) are
+    left out; a caller that judges a hang against this allows slack for them."""
+    if not on_gpu:
+        return call_s + max(min(min_reps, 3) * call_s, rep_ms / 1e3)
+    fixed_calls = (ESTIMATE_REPS + MARGIN_REPS) * call_s
+    warmup = max(call_s, warmup_ms / 1e3)
+    reps = min(max_reps * call_s, max(min_reps * call_s, rep_ms / 1e3))
+    host_batches = HOST_BATCHES * max(5 * call_s, HOST_BATCH_MS / 1e3)
+    return fixed_calls + warmup + reps + host_batches
+
+
 def clock_disagreement(
     event_ms: float,
     host_batch_ms: float,

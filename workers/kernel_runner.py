@@ -40,7 +40,7 @@ from workers.compiled_code import launch_hash
 from workers.integrity import BackgroundWork, Snapshot, ThreadStarts
 from workers.problem_instance import load_kernel_function, select_device_name
 from workers.sandbox import confine_job
-from workers.shared_tensors import Channel, ChannelClosed, ProtocolError, decode_value
+from workers.shared_tensors import Channel, ChannelClosed, ChannelTimeout, ProtocolError, decode_value
 from workers.torch_guard import ObservedCall, install_tripwires, warm_up
 
 TRACEBACK_CHARS = 8000
@@ -49,6 +49,10 @@ _synchronize = torch.cuda.synchronize  # taken before any kernel is imported
 
 class KernelProcessDied(RuntimeError):
     pass
+
+
+class KernelProcessHung(TimeoutError):
+    """The runner did not answer in the time allowed; it has been killed."""
 
 
 class KernelProcess:
@@ -79,13 +83,19 @@ class KernelProcess:
         theirs.close()
         return cls(pid, ours)
 
-    def request(self, body: dict[str, Any], tensors: list[torch.Tensor] = ()) -> tuple[dict[str, Any], list[torch.Tensor]]:
-        """Send a request and wait for the reply. Raises KernelProcessDied when the runner is gone."""
+    def request(self, body: dict[str, Any], tensors: list[torch.Tensor] = (),
+                timeout_s: float | None = None) -> tuple[dict[str, Any], list[torch.Tensor]]:  # fmt: skip
+        """Send a request and wait for the reply. Raises KernelProcessDied when the runner is gone, and
+        KernelProcessHung when no reply came within ``timeout_s``: the runner is killed before that is
+        raised, so nothing of a hung kernel runs on once the caller lets go of a lock it holds."""
         try:
             self.channel.send(body, tensors)
-            return self.channel.recv()
+            return self.channel.recv(timeout_s)
         except ChannelClosed as e:
             raise KernelProcessDied(str(e)) from e
+        except ChannelTimeout as e:
+            self.stop()
+            raise KernelProcessHung(str(e)) from e
 
     def alive(self) -> bool:
         return self._poll(block=False) is None
@@ -108,10 +118,9 @@ class KernelProcess:
         return f"the kernel's process {how}" + (f"; last output: {last[:300]}" if last else "")
 
     def stop(self) -> None:
-        try:
-            os.kill(self.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        if self.returncode is None:  # once reaped, the pid may belong to another process
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
         self._poll(block=True)
         self.channel.close()
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import select
 import socket
 from typing import Any
 
@@ -45,6 +46,10 @@ for _name in ("float8_e4m3fn", "float8_e5m2"):
 
 class ChannelClosed(ConnectionError):
     """The other process closed its end or died."""
+
+
+class ChannelTimeout(TimeoutError):
+    """Nothing came from the other process in the time allowed."""
 
 
 class ProtocolError(ValueError):
@@ -96,8 +101,11 @@ class Channel:
         except OSError as e:
             raise ChannelClosed(f"cannot send: {e}") from e
 
-    def recv(self) -> tuple[dict[str, Any], list[torch.Tensor]]:
-        """The next message and its tensors. Raises ChannelClosed or ProtocolError."""
+    def recv(self, timeout_s: float | None = None) -> tuple[dict[str, Any], list[torch.Tensor]]:
+        """The next message and its tensors. Raises ChannelClosed, ProtocolError, or ChannelTimeout when
+        nothing has come within ``timeout_s`` (None: wait as long as it takes)."""
+        if timeout_s is not None and not select.select([self.sock], [], [], max(timeout_s, 0.0))[0]:
+            raise ChannelTimeout(f"no message within {timeout_s:.1f} s")
         try:
             data, fds, flags, _ = socket.recv_fds(self.sock, MAX_MESSAGE_BYTES, MAX_FDS)
         except OSError as e:

@@ -23,6 +23,10 @@ the GPU's measurement lock; then one
 unobserved call on those inputs, changed at random places drawn here, must match a reference made
 here. A timing that fails its checks leaves the verdict passed and is itself ``failed``, as from the
 timing child.
+
+Every request after the kernel's first call has a deadline (``HANG_SLACK_S``, ``HANG_FACTOR``): a
+runner that misses it is killed then and there, inside the lock when it was timing, and the verdict (or
+the timing) is ``timeout``.
 """
 
 from __future__ import annotations
@@ -41,10 +45,10 @@ import torch
 from beamsearch.schema import CheckResult, RunSpec, Timing, TimingResult, Verdict, VerifyRequest
 from workers.binding import model_values
 from workers.child_process import TAIL_CHARS, serve, use_one_work_queue
-from workers.clock import timing_checks
+from workers.clock import expected_measure_s, timing_checks
 from workers.compare import compare
 from workers.gpu_lock import gpu_lock, gpu_slot
-from workers.kernel_runner import KernelProcess, KernelProcessDied
+from workers.kernel_runner import KernelProcess, KernelProcessDied, KernelProcessHung
 from workers.problem_instance import (
     TORCH_DTYPES,
     ProblemInstance,
@@ -62,6 +66,13 @@ from workers.steps import Steps
 from workers.torch_guard import as_bits, describe
 
 POINTER_CHECK_SEED_OFFSET = 1000
+# A request after the first call is a hang once it takes HANG_SLACK_S plus HANG_FACTOR times what the
+# calls so far predict. The first call has no such bound (it compiles, perhaps autotunes): the child's
+# own timeout covers it. The bound matters most for the timing, which holds the GPU's measurement lock:
+# a kernel that deadlocks only now and then (a race on a spin-wait) must not keep every other worker's
+# timing waiting for the child's timeout.
+HANG_SLACK_S = 10.0
+HANG_FACTOR = 10.0
 
 
 class Failed(Exception):
@@ -147,13 +158,26 @@ class _Kernel:
     def __init__(self, runner: KernelProcess) -> None:
         self.runner = runner
         self.sandbox = ""  # as the runner reported it, also in an error reply
+        self.call_trips_s: list[float] = []  # each call's round trip on this clock: the runner's word is not needed
 
-    def request(self, body: dict[str, Any], tensors: list[torch.Tensor] = ()) -> tuple[dict[str, Any], list[torch.Tensor]]:
+    def warm_call_s(self) -> float:
+        """The slowest call after the first (which compiled); the first if it is the only one."""
+        return max(self.call_trips_s[1:] or self.call_trips_s)
+
+    def request(self, body: dict[str, Any], tensors: list[torch.Tensor] = (),
+                expected_s: float | None = None) -> tuple[dict[str, Any], list[torch.Tensor]]:  # fmt: skip
+        """``expected_s``: how long the request should take; past HANG_SLACK_S + HANG_FACTOR times that, it
+        is a hang (``timeout``) and the runner is killed."""
         if not self.runner.alive():
             raise Failed("problem_error", "the kernel's process died before the job began (out of memory?): "
                          + self.runner.describe_death(_output_tail()))  # fmt: skip
+        deadline_s = None if expected_s is None else HANG_SLACK_S + HANG_FACTOR * expected_s
         try:
-            reply, tensors_back = self.runner.request(body, list(tensors))
+            reply, tensors_back = self.runner.request(body, list(tensors), deadline_s)
+        except KernelProcessHung as e:
+            raise Failed("timeout", f"no reply within {deadline_s:.0f} s, where the calls so far predict "
+                                    f"{expected_s:.2f} s: the kernel hangs (a deadlock or a race on a "
+                                    "spin-wait?); its process was killed") from e  # fmt: skip
         except KernelProcessDied as e:
             raise Failed("crashed", self.runner.describe_death(_output_tail())) from e
         except ProtocolError as e:
@@ -177,20 +201,26 @@ class _Kernel:
         _check_evidence(reply, checks, "at import")
 
     def call(self, inputs: list[Any] | None, values: dict[str, Any], where: str, op: str = "call",
-             **fields: Any) -> tuple[dict[str, Any], list[torch.Tensor]]:  # fmt: skip
+             expected_s: float | None = None, **fields: Any) -> tuple[dict[str, Any], list[torch.Tensor]]:  # fmt: skip
         """Call the kernel on ``inputs`` (None: the tensors of the previous call, as they are now); ``op``
-        and ``fields`` name another request on them (hash, time, an unobserved call)."""
+        and ``fields`` name another request on them (hash, time, an unobserved call). ``expected_s``: how
+        long it should take (default: as long as the slowest call so far)."""
         tensors: list[torch.Tensor] = []
         body: dict[str, Any] = {"op": op, "inputs": "same", "values": {}, **fields}
         if inputs is not None:
             body["inputs"] = [encode_value(v, tensors) for v in inputs]
             body["values"] = {k: encode_value(v, tensors) for k, v in values.items()}
+        if expected_s is None and self.call_trips_s:
+            expected_s = max(self.call_trips_s)  # a call may compile again (new specialisation)
+        start = time.perf_counter()
         try:
-            reply, outs = self.request(body, tensors)
+            reply, outs = self.request(body, tensors, expected_s)
         except Failed as f:
-            if f.status in ("runtime_error", "compile_failed"):
-                f.reason = f"kernel_function raised ({where}): {f.reason}"
+            if f.status in ("runtime_error", "compile_failed", "timeout"):
+                f.reason = f"kernel_function {'hung' if f.status == 'timeout' else 'raised'} ({where}): {f.reason}"
             raise
+        if op == "call":
+            self.call_trips_s.append(time.perf_counter() - start)
         return reply, outs
 
 
@@ -279,8 +309,9 @@ def time_after_checks(req: VerifyRequest, kernel: _Kernel, module: Any, pool: _S
         with contextlib.nullcontext(0.0) if req.exclusive else gpu_lock(spec.device, knobs.lock_dir) as waited:
             waited_s = waited
             checks.steps.end("locked")
-            reply, _ = kernel.call(inputs, values, "timed", op="time", nudge_seed=seed, dtype=spec.dtype,
-                                   shapes=spec.shapes, budget=budget)  # fmt: skip
+            expected_s = expected_measure_s(spec.device.startswith("cuda"), kernel.warm_call_s(), **budget)
+            reply, _ = kernel.call(inputs, values, "timed", op="time", expected_s=expected_s, nudge_seed=seed,
+                                   dtype=spec.dtype, shapes=spec.shapes, budget=budget)  # fmt: skip
         checks.steps.end("measured")
         timing = Timing.model_validate(reply["timing"])
         _check_evidence(reply, checks, "during the timed calls")
@@ -306,7 +337,7 @@ def time_after_checks(req: VerifyRequest, kernel: _Kernel, module: Any, pool: _S
                 f"{problem}")  # fmt: skip
         checks.steps.end("checked")
     except Failed as f:
-        status = "crashed" if f.status in ("crashed", "timeout") else "failed"
+        status = f.status if f.status in ("crashed", "timeout") else "failed"
         return TimingResult(status=status, reason=f.reason[:900], timing=timing, lock_wait_s=waited_s,
                             duration_s=time.perf_counter() - start, traceback=f.tb, checks=checks.results,
                             compiled_hash=compiled_hash, steps_s=checks.steps.ended, **common)  # fmt: skip
