@@ -26,7 +26,6 @@ from beamsearch.schema import Profile, ProfiledCall, ProfileRequest, RunSpec
 from profiling.metrics import metric_keys
 from profiling.ncu_parse import combine, is_own_kernel, kernel_profiles, parse_raw_csv
 from workers.child_process import Prefix, run_child
-from workers.gpu_lock import host_gpu_name, lock_folder
 
 DEFAULT_NCU_TIMEOUT_S = 300.0
 NCU_CANDIDATES = ("/usr/local/cuda/bin/ncu", "/opt/nvidia/nsight-compute/ncu")
@@ -45,20 +44,6 @@ def ncu_prefix(ncu: str, folder: Path) -> list[str]:
         ncu, "--clock-control", "none", "--csv", "--page", "raw", "--print-units", "base",
         "--metrics", ",".join(metric_keys()), "--profile-from-start", "off", "--log-file", str(folder / NCU_LOG),
     ]  # fmt: skip
-
-
-def ncu_temp_folder(device: str, lock_dir: str = "") -> Path:
-    """The TMPDIR ncu runs with: one per GPU of the host.
-
-    ncu serialises profiling through a lock file in $TMPDIR (``nsight-compute-lock``), one for the whole
-    host by default, so profiles on different GPUs of one host queued behind each other (seen on
-    4 x H200, docs/gpu-runs/2026-11-22-h200x4-scaling-4). Two profiles of one GPU are still kept apart,
-    by that GPU's ncu lock and by our measurement lock.
-    """
-    index = device.partition(":")[2]
-    folder = lock_folder(lock_dir) / (host_gpu_name("ncu-tmp") + (f"-{index}" if index else ""))
-    folder.mkdir(exist_ok=True)
-    return folder
 
 
 _prefixes: dict[str, Prefix] = {}
@@ -83,8 +68,7 @@ def profile_kernel(
     prefix = _prefix_for(ncu)
     command = [*prefix(Path("<job folder>")), sys.executable, "-m", "profiling.ncu_child"]
     try:
-        run = run_child("profiling.ncu_child", request, timeout_s, spec.device, prefix=prefix, read_back=NCU_LOG,
-                        extra_env={"TMPDIR": str(ncu_temp_folder(spec.device, lock_dir))})
+        run = run_child("profiling.ncu_child", request, timeout_s, spec.device, prefix=prefix, read_back=NCU_LOG)
     except OSError as e:  # the process could not be started (no memory for a fork, ncu gone)
         return Profile(available=False, reason=f"could not start ncu: {e}", command=command)
     common = {"command": command, "duration_s": run.duration_s, "ncu_version": ncu_version(ncu)}

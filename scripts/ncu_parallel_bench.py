@@ -1,13 +1,11 @@
-"""Profiles on several GPUs of one host at once: ncu's lock shared by the host, or one per GPU.
+"""Profiles on several GPUs of one host at once: do they run in parallel, and measure the same?
 
     python scripts/ncu_parallel_bench.py 43_Max_Pooling_3D --reps 4
 
-One process per visible GPU profiles the problem's input kernel, all starting together, in three
+One process per visible GPU profiles the problem's input kernel, all starting together, in two
 interleaved modes:
 - *alone*: GPU 0 profiles and the others wait (what one profile costs);
-- *shared*: every GPU profiles, and every ncu uses one TMPDIR, so one ``nsight-compute-lock`` for the
-  host (as before ``profiling.ncu.ncu_temp_folder``);
-- *per-gpu*: every GPU profiles, each ncu with its GPU's TMPDIR (the search's way).
+- *together*: every GPU profiles at once, as the beam's kernels are profiled after a round.
 The first round of each mode warms the spares and is not counted. Prints each profile's seconds, the
 medians, the wall time of a round (its slowest GPU), and the kernel's ncu duration in each mode, to
 check that profiles taken side by side measure the same.
@@ -19,12 +17,11 @@ import argparse
 import multiprocessing as mp
 import os
 import statistics
-import tempfile
 
-MODES = ("alone", "shared", "per-gpu")
+MODES = ("alone", "together")
 
 
-def profile_on(gpu: int, problem_name: str, reps: int, shared_tmp: str, barrier, results) -> None:
+def profile_on(gpu: int, problem_name: str, reps: int, barrier, results) -> None:
     os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu)  # before anything starts CUDA or a child
     from beamsearch.problems import resolve_problem
     from beamsearch.schema import RunSpec
@@ -33,10 +30,8 @@ def profile_on(gpu: int, problem_name: str, reps: int, shared_tmp: str, barrier,
 
     problem = resolve_problem(problem_name)
     spec = RunSpec(problem_path=problem.problem_path, shapes="full", device="cuda")
-    per_gpu_folder = ncu.ncu_temp_folder
     for rep in range(reps + 1):
         for mode in MODES:
-            ncu.ncu_temp_folder = (lambda device, lock_dir="": shared_tmp) if mode == "shared" else per_gpu_folder
             barrier.wait()
             if mode == "alone" and gpu != 0:
                 continue
@@ -56,12 +51,11 @@ def main() -> None:
     assert gpus >= 2, f"needs two GPUs or more, found {gpus}"
     ctx = mp.get_context("spawn")
     barrier, results = ctx.Barrier(gpus), ctx.Queue()
-    shared_tmp = tempfile.mkdtemp(prefix="ncu-shared-")
-    procs = [ctx.Process(target=profile_on, args=(g, args.problem, args.reps, shared_tmp, barrier, results))
+    procs = [ctx.Process(target=profile_on, args=(g, args.problem, args.reps, barrier, results))
              for g in range(gpus)]  # fmt: skip
     for p in procs:
         p.start()
-    expected = (args.reps + 1) * (1 + 2 * gpus)
+    expected = (args.reps + 1) * (1 + gpus)
     rows = [results.get(timeout=900) for _ in range(expected)]
     for p in procs:
         p.join()

@@ -4,7 +4,6 @@ and on a GPU, a real profile filtered to the kernel's own Triton kernels."""
 from __future__ import annotations
 
 import stat
-from pathlib import Path
 
 import pytest
 
@@ -50,6 +49,8 @@ def test_ncu_timeout_is_killed(monkeypatch, tmp_path) -> None:
 
 
 def test_command_profiles_one_call_with_the_schema_metrics() -> None:
+    from pathlib import Path
+
     cmd = ncu.ncu_prefix("ncu", Path("/job"))
     assert cmd[:9] == ["ncu", "--clock-control", "none", "--csv", "--page", "raw", "--print-units", "base", "--metrics"]
     assert DURATION in cmd[9] and COMPUTE_SOL in cmd[9]
@@ -75,34 +76,13 @@ def test_the_profiled_process_gets_its_job_on_stdin_and_ncus_report_is_read_back
     profile = ncu.profile_kernel(GPU_SPEC, str(KERNELS / "good.py"))
     assert not profile.available and profile.reason.startswith("the profiled call failed:"), profile.reason
     assert profile.command[0] == script and profile.command[-2:] == ["-m", "profiling.ncu_child"]
-    env = child_process.child_env("cuda") | {"TMPDIR": str(ncu.ncu_temp_folder("cuda"))}
-    key = child_process.spare_key("profiling.ncu_child", env, ncu._prefix_for(script))
+    key = child_process.spare_key("profiling.ncu_child", child_process.child_env("cuda"), ncu._prefix_for(script))
     assert child_process._spares[key].proc.poll() is None
     child_process._kill_spares()
     monkeypatch.setenv("REPORT", "==ERROR== the counters are busy")
     profile = ncu.profile_kernel(GPU_SPEC, str(KERNELS / "good.py"))
     assert profile.reason == "==ERROR== the counters are busy"
     child_process._kill_spares()
-
-
-def test_each_gpu_has_its_own_ncu_lock(monkeypatch, tmp_path) -> None:
-    """ncu's lock file lives in $TMPDIR: each GPU gets its own folder, so profiles on two GPUs of one host
-    do not queue behind each other, while two workers of one GPU share it."""
-    from workers import child_process
-
-    script = fake_ncu(tmp_path, 'while [ "$1" != "--log-file" ]; do shift; done\necho "==ERROR== TMPDIR=$TMPDIR" > "$2"')
-    monkeypatch.setattr(ncu, "find_ncu", lambda: script)
-    locks = tmp_path / "locks"
-    seen = {}
-    for visible, device in [("0", "cuda"), ("1", "cuda"), ("0", "cuda"), ("0,1", "cuda:1")]:
-        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
-        profile = ncu.profile_kernel(GPU_SPEC, str(KERNELS / "good.py"), lock_dir=str(locks))
-        folder = profile.reason.removeprefix("==ERROR== TMPDIR=")
-        assert Path(folder).parent == locks and Path(folder).is_dir(), profile.reason
-        seen.setdefault((visible, device), set()).add(folder)
-    child_process._kill_spares()
-    assert all(len(folders) == 1 for folders in seen.values())  # the same GPU, the same folder
-    assert len(set().union(*seen.values())) == 3
 
 
 @pytest.mark.gpu

@@ -197,16 +197,15 @@ def _start_spare(module: str, env: dict[str, str], prefix: Prefix | None = None)
 
 
 def run_child(module: str, request: BaseModel, timeout_s: float, device: str, *, prefix: Prefix | None = None,
-              read_back: str = "", extra_env: dict[str, str] | None = None) -> ChildRun:  # fmt: skip
+              read_back: str = "") -> ChildRun:  # fmt: skip
     """Run ``module``'s ``serve`` on ``request`` in a fresh process; never raises for what the child does.
 
     ``prefix``: what the process runs under (ncu). ``read_back``: a file the job leaves in its folder
-    (ncu's report), returned as text. ``extra_env``: set in the process's environment (and part of its
-    spare's key). Whatever happens (a timeout, an exception or Ctrl-C in the
+    (ncu's report), returned as text. Whatever happens (a timeout, an exception or Ctrl-C in the
     caller), the child's whole process group is killed afterwards, so nothing a kernel started outlives
     its job, and its folder is removed.
     """
-    env = child_env(device) | (extra_env or {})
+    env = child_env(device)
     key = spare_key(module, env, prefix)
     with _spares_lock:
         child = _spares.pop(key, None)

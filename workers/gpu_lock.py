@@ -56,7 +56,7 @@ def gpu_lock(device: str, lock_dir: str = "") -> Iterator[float]:
         yield time.perf_counter() - start
 
 
-def host_gpu_name(purpose: str) -> str:
+def _host_gpu_name(purpose: str) -> str:
     """A lock-file name for this host's GPU as Ray (or the user) made it visible."""
     visible = os.environ.get("CUDA_VISIBLE_DEVICES", "all").replace(",", "_") or "none"
     return f"{purpose}-{socket.gethostname()}-gpu{visible}"
@@ -73,7 +73,7 @@ def gpu_slot(device: str, purpose: str, slots: int, lock_dir: str = "") -> Itera
         yield 0.0
         return
     folder = lock_folder(lock_dir)
-    locks = [FileLock(str(folder / f"{host_gpu_name(purpose)}-{i}.lock")) for i in range(slots)]
+    locks = [FileLock(str(folder / f"{_host_gpu_name(purpose)}-{i}.lock")) for i in range(slots)]
     start = time.perf_counter()
     while True:
         for lock in locks:
@@ -102,8 +102,8 @@ def gpu_memory(device: str, alone: bool = False, lock_dir: str = "") -> Iterator
         return
     folder = lock_folder(lock_dir)
     start = time.perf_counter()
-    with open(folder / f"{host_gpu_name('gate-memory')}.lock", "a") as gate, \
-            open(folder / f"{host_gpu_name('memory')}.lock", "a") as memory:  # fmt: skip
+    with open(folder / f"{_host_gpu_name('gate-memory')}.lock", "a") as gate, \
+            open(folder / f"{_host_gpu_name('memory')}.lock", "a") as memory:  # fmt: skip
         fcntl.flock(gate, fcntl.LOCK_EX)
         try:
             fcntl.flock(memory, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
