@@ -12,13 +12,12 @@ import time
 from pathlib import Path
 
 from beamsearch.beam import attempt_of, entry_of, mark_duplicate, mark_same_compiled, plan_round, select_beam
+from beamsearch.beam_profiles import BeamProfiles
 from beamsearch.display import Display
 from beamsearch.pool import WorkerPool
-from beamsearch.schema import Kernel, Profile
+from beamsearch.schema import Kernel
 from beamsearch.state import BeamEntry, BeamState, FinalTiming, RoundRecord, Summary, Task, TaskResult
 from beamsearch.trace import TraceWriter
-
-NOT_PROFILED = "not profiled: only the kernels the beam keeps are profiled, since they are the next round's parents"
 
 
 class SearchError(RuntimeError):
@@ -81,30 +80,40 @@ class Driver:
         results = list(done.values())
         for r in results:
             mark_same_compiled(mark_duplicate(r, seen), fastest)
-        for result in self.pool.run(todo, self.state.config.task_timeout_s, notify=self.display.event):
+        profiles = BeamProfiles(self.state, round_, results, notify=self.display.event)
+        last_candidate_at = start
+        for result in self.pool.run(todo, self.state.config.task_timeout_s, notify=self.display.event,
+                                    spare_work=profiles.next_job):  # fmt: skip
+            if profiles.take(result):
+                continue
             result = mark_same_compiled(mark_duplicate(result, seen), fastest)
             self.trace.write_candidate(result, self.problem)
             results.append(result)
             self.display.candidate(result)
-        self._finish_round(round_, results, seen, fastest, start)
+            last_candidate_at = time.time()
+        self._finish_round(round_, results, profiles, seen, fastest, start, last_candidate_at)
 
-    def _finish_round(self, round_: int, results: list[TaskResult], seen: dict[str, str],
-                      fastest: dict[str, tuple[str, float]], start: float) -> None:  # fmt: skip
+    def _finish_round(self, round_: int, results: list[TaskResult], profiles: BeamProfiles, seen: dict[str, str],
+                      fastest: dict[str, tuple[str, float]], start: float, last_candidate_at: float) -> None:  # fmt: skip
+        """Select the beam (its kernels all profiled by now: ``BeamProfiles``), record the round, save."""
         state = self.state
         results.sort(key=lambda r: r.task_id)
-        beam = select_beam(state.beam, results, state.config.beam_width)
-        profiling_start = time.time()
-        beam, results, profiled = self._profile_beam(round_, beam, results)
+        beam, updated = profiles.apply(select_beam(state.beam, results, state.config.beam_width), results)
+        for old, new in zip(results, updated, strict=True):
+            if new is not old:
+                self.trace.write_candidate(new, self.problem)
+        results = updated
+        profiled = list(profiles.done.values())
         now = time.time()
-        wall_s, profile_wall_s = now - start, (now - profiling_start if profiled else 0.0)
         ok = [r for r in results if r.status == "ok" and r.median_ms is not None]
         best = min(ok, key=lambda r: r.median_ms, default=None)
         record = RoundRecord(
             round=round_, tasks=len(results), ok=len(ok), failed=sum(r.status == "failed" for r in results),
             best_id=best.task_id if best else None, best_ms=best.median_ms if best else None,
-            beam=[e.id for e in beam], running_best_ms=beam[0].median_ms if beam else None, wall_s=wall_s,
-            profile_wall_s=profile_wall_s,
-            profile_s=sum(r.stage_s.get("profile", 0.0) for r in profiled),
+            beam=[e.id for e in beam], running_best_ms=beam[0].median_ms if beam else None, wall_s=now - start,
+            profile_wall_s=max(0.0, now - last_candidate_at) if profiled else 0.0,
+            profile_s=sum(r.stage_s.get("profile", 0.0) for r in profiled), profiles=len(profiled),
+            profiles_unused=profiles.unused(beam),
             gpu_measure_s=sum(r.gpu_measure_s for r in results + profiled), tokens=sum(r.tokens for r in results),
             cost_usd=sum(r.cost_usd for r in results),
         )  # fmt: skip
@@ -114,36 +123,6 @@ class Driver:
                                               "fastest_compiled": fastest, "rounds": state.rounds + [record]})  # fmt: skip
         self._save()
         self.display.round_end(record, self._speedup(record.running_best_ms))
-
-    def _profile_beam(self, round_: int, beam: list[BeamEntry], results: list[TaskResult]
-                      ) -> tuple[list[BeamEntry], list[TaskResult], list[TaskResult]]:  # fmt: skip
-        """ncu's profiles of the beam's kernels that have none (this round's newcomers), one job each, spread
-        over the GPUs; the beam entries and their candidates' records get them. The round's other kernels
-        are marked not profiled: they are no one's parent. Returns the beam, the results, the profile jobs."""
-        state = self.state
-        if not (state.config.profile and state.spec.device.startswith("cuda")):
-            return beam, results, []
-        todo = [e for e in beam if e.profile is None]
-        if todo:
-            self.display.event("profile_beam", round=round_, ids=[e.id for e in todo])
-        jobs = [Task(id=f"r{round_}-profile-{e.id}", round=round_, direction=0, parent=e, spec=state.spec,
-                     config=state.config) for e in todo]  # fmt: skip
-        done = {r.parent_id: r for r in self.pool.run(jobs, state.config.task_timeout_s, method="profile",
-                                                       notify=self.display.event)}  # fmt: skip
-        measured = {i: {"profile": r.profile or Profile(available=False, reason=r.reason), "roofline": r.roofline}
-                    for i, r in done.items()}  # fmt: skip
-        beam = [e.model_copy(update=measured[e.id]) if e.id in measured else e for e in beam]
-        kept = {e.id for e in beam}
-        out = []
-        for r in results:
-            update = measured.get(r.task_id)
-            if update is None and r.status == "ok" and r.task_id not in kept and r.profile is None:
-                update = {"profile": Profile(available=False, skipped=True, reason=NOT_PROFILED)}
-            if update is not None:
-                r = r.model_copy(update=update)
-                self.trace.write_candidate(r, self.problem)
-            out.append(r)
-        return beam, out, list(done.values())
 
     # ------------------------------------------------------------------------------------------- the end
     def finish(self) -> Summary:

@@ -39,6 +39,7 @@ class InFlight:
     worker: Worker
     started: float
     attempt: int
+    method: str = "run"
 
 
 @dataclass
@@ -47,6 +48,7 @@ class WorkerPool:
     gpu_share: float
     on_gpu: bool
     make: Callable[[str], ray.actor.ActorHandle] = field(repr=False)
+    ran: dict[str, set[str]] = field(default_factory=dict, repr=False)  # method -> workers that have run it
 
     @classmethod
     def start(cls, count: int, gpus: int) -> WorkerPool:
@@ -83,19 +85,32 @@ class WorkerPool:
             return ray.get(getattr(worker.handle, method).remote(*args), timeout=timeout_s)
 
     def run(self, tasks: list[Task], timeout_s: float, method: str = "run",
-            notify: Callable[..., None] = lambda kind, **data: None) -> Iterator[TaskResult]:  # fmt: skip
+            notify: Callable[..., None] = lambda kind, **data: None,
+            spare_work: Callable[[], tuple[Task, str] | None] | None = None) -> Iterator[TaskResult]:  # fmt: skip
         """Yield a result for every task, as each finishes (failed ones included), in no fixed order.
 
-        ``notify(kind, **data)`` hears of lost workers and timed-out tasks as they happen."""
-        queue: deque[tuple[Task, int]] = deque((t, 0) for t in tasks)
+        ``notify(kind, **data)`` hears of lost workers and timed-out tasks as they happen.
+        ``spare_work()``: asked for a job (a task and the worker method to run it) whenever a worker is
+        idle and every task has been handed out; None when it has none. Its jobs' results are yielded
+        too. It is asked again as results come in, so it can hand out work those results make useful."""
+        queue: deque[tuple[Task, int, str]] = deque((t, 0, method) for t in tasks)
         idle = deque(self.workers)
         running: dict[ray.ObjectRef, InFlight] = {}
-        while queue or running:
-            while queue and idle:
-                task, attempt = queue.popleft()
-                worker = idle.popleft()
-                ref = getattr(worker.handle, method).remote(task)
-                running[ref] = InFlight(task, worker, time.monotonic(), attempt)
+
+        def next_job() -> tuple[Task, int, str] | None:
+            if queue:
+                return queue.popleft()
+            spare = spare_work() if spare_work else None
+            return (spare[0], 0, spare[1]) if spare else None
+
+        while True:
+            while idle and (job := next_job()) is not None:
+                task, attempt, job_method = job
+                worker = self._take_idle(idle, job_method)
+                ref = getattr(worker.handle, job_method).remote(task)
+                running[ref] = InFlight(task, worker, time.monotonic(), attempt, job_method)
+            if not running:  # every worker idle: nothing queued and no spare work left
+                return
             ready, _ = ray.wait(list(running), num_returns=1, timeout=1.0)
             for ref in ready:
                 job = running.pop(ref)
@@ -107,7 +122,7 @@ class WorkerPool:
                            error=_first_line(e))  # fmt: skip
                     self._wait_until_back(job.worker)
                     if job.attempt == 0:
-                        queue.appendleft((job.task, 1))
+                        queue.appendleft((job.task, 1, job.method))
                     else:
                         yield failed(job.task, f"the worker died twice running this task: {_first_line(e)}")
                     idle.append(job.worker)
@@ -129,6 +144,15 @@ class WorkerPool:
                     self._wait_until_back(job.worker)
                     idle.append(job.worker)
                     yield failed(job.task, f"task timed out after {timeout_s:.0f} s; its worker was restarted")
+
+    def _take_idle(self, idle: deque[Worker], method: str) -> Worker:
+        """The first idle worker, preferring one that has run ``method`` before: its child processes for
+        that kind of job (ncu's, say) are started and warm."""
+        warm = self.ran.setdefault(method, set())
+        worker = next((w for w in idle if w.name in warm), idle[0])
+        idle.remove(worker)
+        warm.add(worker.name)
+        return worker
 
     def _stop_children(self, worker: Worker) -> None:
         try:

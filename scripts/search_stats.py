@@ -8,7 +8,9 @@ seconds of each task stage (verify, with the timing after it; child start-up, co
 the GPU lock included) and of the profiles of the beam's kernels taken after each round.
 `timing share` is the seconds the timings held the GPU's lock (from the `locked` to the `measured`
 step, in either timing path) over the rounds' GPU-seconds (wall x GPUs); `profiling share` is the part
-of the rounds' wall time spent profiling the beam's kernels after the selection, when no task runs.
+of the rounds' wall time after their last candidate, when only profiles of the beam's kernels ran
+(profiles taken while tasks ran are not in it); `unused profiles`, those of kernels the beam did not
+keep after all.
 Near 100 % together, the GPU's measurement is the limit; far below, the GPU mostly waits on processes
 starting, compiles and checks.
 
@@ -46,7 +48,7 @@ def task_results(run: Path, rounds: list[RoundRecord]) -> list[TaskResult]:
 
 def stats(run: Path, gpus: int, rounds: list[RoundRecord], results: list[TaskResult]) -> dict[str, float | str]:
     search_s = sum(r.wall_s for r in rounds)
-    stage_s: dict[str, float] = {"profile": sum(r.profile_s for r in rounds)}  # the beam's kernels, after selection
+    stage_s: dict[str, float] = {"profile": sum(r.profile_s for r in rounds)}  # the beam's kernels
     for r in results:
         for k, v in r.stage_s.items():
             if k not in ("diagnose", "reflect", "profile_parent"):
@@ -68,6 +70,7 @@ def stats(run: Path, gpus: int, rounds: list[RoundRecord], results: list[TaskRes
         # Timing's seconds are inside the verify stage now (the verified kernel is timed in its process).
         "timing share %": 100 * sum(locked_s(r) for r in results) / (search_s * gpus),
         "profiling share %": 100 * sum(r.profile_wall_s for r in rounds) / search_s,
+        "unused profiles": sum(r.profiles_unused for r in rounds),
         **{f"{k} s/cand": v / max(1, n) for k, v in sorted(stage_s.items())},
     }
 

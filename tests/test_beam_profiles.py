@@ -1,32 +1,45 @@
-"""After a GPU round's selection the driver profiles the beam's new kernels, and only those: one ncu job
-each, run through the pool; the others are marked not profiled. The pool here is a stand-in that
-records its jobs (the GPU searches in docs/gpu-runs run the real one)."""
+"""The beam's new kernels are profiled, and only those, while the round's last tasks run: once every task
+is out, the pool asks for spare work, and the driver hands out a profile job for each kernel the beam
+would keep if the round ended then. A kernel pushed out later was profiled for nothing and is counted
+so; the others are marked not profiled. The pool here is a stand-in that answers from a script (the GPU
+searches in docs/gpu-runs run the real one; tests/test_pool.py runs the real pool's spare work)."""
 
 from __future__ import annotations
 
 import json
-import time
 
+from beamsearch.beam_profiles import NOT_PROFILED
 from beamsearch.config import SearchConfig
 from beamsearch.display import Display
-from beamsearch.driver import NOT_PROFILED, Driver
+from beamsearch.driver import Driver
 from beamsearch.schema import Kernel, Profile, RunSpec, Timing, TimingResult
 from beamsearch.state import BeamEntry, BeamState, Task, TaskResult
 from beamsearch.trace import TraceWriter
 from workers.task import profile_beam_kernel
 
 
-class RecordingPool:
-    """Answers every profile job the way a worker does when ncu is not there (an unavailable profile),
-    except for ``fail``, a job whose worker died twice (the pool's own failed record)."""
+class ScriptedPool:
+    """Answers the round's tasks with ``answers`` (by task id, in that order). After the first
+    ``spare_after`` answers it asks for spare work after each one, as the real pool does once every task
+    is out and a worker is idle, and answers each profile job the way a worker does when ncu is not
+    there, except for ``fail``, a job whose worker died twice (the pool's own failed record)."""
 
-    def __init__(self, fail: str = "") -> None:
+    def __init__(self, answers: dict[str, TaskResult], spare_after: int, fail: str = "") -> None:
+        self.answers, self.spare_after, self.fail = answers, spare_after, fail
         self.jobs: list[Task] = []
-        self.fail = fail
 
-    def run(self, tasks: list[Task], timeout_s: float, method: str = "run", notify=None):
-        assert method == "profile"
-        for task in tasks:
+    def run(self, tasks: list[Task], timeout_s: float, method: str = "run", notify=None, spare_work=None):
+        assert sorted(t.id for t in tasks) == sorted(self.answers)
+        for i, result in enumerate(self.answers.values()):
+            yield result
+            if i + 1 >= self.spare_after:
+                yield from self._spare(spare_work)
+        yield from self._spare(spare_work)
+
+    def _spare(self, spare_work):
+        while spare_work is not None and (job := spare_work()) is not None:
+            task, method = job
+            assert method == "profile"
             self.jobs.append(task)
             if task.parent.id == self.fail:
                 yield TaskResult(task_id=task.id, parent_id=task.parent.id, round=task.round, direction=0,
@@ -37,7 +50,9 @@ class RecordingPool:
                                  reason="", profile=profile, stage_s={"profile": 2.0}, gpu_measure_s=1.0)  # fmt: skip
 
 
-def _result(id_: str, ms: float, status: str = "ok") -> TaskResult:
+def _result(id_: str, ms: float | None, status: str = "ok") -> TaskResult:
+    if ms is None:
+        return TaskResult(task_id=id_, parent_id="input", round=1, direction=0, status="no_proposal", reason="")
     timing = Timing(median_ms=ms, mean_ms=ms, std_ms=0, min_ms=ms, n=5, warmup_n=1, method="m", device_name="g",
                     on_gpu=True, dtype="bf16", shapes="full")  # fmt: skip
     return TaskResult(task_id=id_, parent_id="input", round=1, direction=0, status=status, reason="",
@@ -45,24 +60,28 @@ def _result(id_: str, ms: float, status: str = "ok") -> TaskResult:
                       timing=TimingResult(target="k", status="ok", timing=timing))  # fmt: skip
 
 
-def _driver(tmp_path, pool: RecordingPool, device: str = "cuda") -> Driver:
+# Round 1 of a beam of 3 with 2 directions: 6 tasks from the input (5 ms). The beam keeps r1-t0, r1-t1
+# and the input (profiled in round 0); r1-t2 is too slow to stay once the others are in.
+ANSWERS = {"r1-t2": _result("r1-t2", 9.0), "r1-t0": _result("r1-t0", 1.0), "r1-t1": _result("r1-t1", 2.0),
+           "r1-t3": _result("r1-t3", 0.5, "rejected"), "r1-t4": _result("r1-t4", None), "r1-t5": _result("r1-t5", None)}  # fmt: skip
+
+
+def _driver(tmp_path, pool: ScriptedPool, device: str = "cuda") -> Driver:
     spec = RunSpec(problem_path="/p/problem.py", shapes="full", device=device)
     profiled_input = Profile(available=True, duration_s=1.0)
     entry = BeamEntry(id="input", kernel=Kernel(source="def kernel_function(x):\n    return x\n", origin="input"),
                       median_ms=5.0, round=0, profile=profiled_input)  # fmt: skip
-    state = BeamState(config=SearchConfig(problem="p", beam_width=3, directions=1, rounds=1), problem="p", spec=spec,
+    state = BeamState(config=SearchConfig(problem="p", beam_width=3, directions=2, rounds=1), problem="p", spec=spec,
                       beam=[entry], input=entry)  # fmt: skip
     events: list[dict] = []
     return Driver(state, pool, TraceWriter(tmp_path), Display(True, events.append), "p", {})
 
 
 def test_only_the_beams_new_kernels_are_profiled_and_the_trace_says_so(tmp_path) -> None:
-    pool = RecordingPool(fail="r1-t1")
+    pool = ScriptedPool(ANSWERS, spare_after=len(ANSWERS), fail="r1-t1")  # profiles only after the last task
     driver = _driver(tmp_path, pool)
-    results = [_result("r1-t0", 1.0), _result("r1-t1", 2.0), _result("r1-t2", 9.0), _result("r1-t3", 0.5, "rejected")]
-    driver._finish_round(1, results, {}, {}, start=time.time())
+    driver.run_round(1)
 
-    # Beam: r1-t0, r1-t1 and the input (already profiled in round 0); r1-t2 is too slow to stay.
     assert [job.parent.id for job in pool.jobs] == ["r1-t0", "r1-t1"]
     beam = {e.id: e for e in driver.state.beam}
     assert list(beam) == ["r1-t0", "r1-t1", "input"]
@@ -72,7 +91,8 @@ def test_only_the_beams_new_kernels_are_profiled_and_the_trace_says_so(tmp_path)
 
     record = driver.state.rounds[0]
     assert record.profile_s == 2.0 and record.gpu_measure_s == 1.0  # the failed job measured nothing
-    assert 0.0 < record.profile_wall_s <= record.wall_s
+    assert record.profiles == 2 and record.profiles_unused == 0
+    assert 0.0 < record.profile_wall_s <= record.wall_s  # the profiles ran after the last candidate
     candidates = tmp_path / "optimization_trace" / "round_1" / "candidates"
     ncu = {c: json.loads((candidates / c / "optimized_ncu_metrics.json").read_text()) for c in ("r1-t0", "r1-t2")}
     assert ncu["r1-t0"]["reason"] == "no ncu for r1-t0"
@@ -83,11 +103,29 @@ def test_only_the_beams_new_kernels_are_profiled_and_the_trace_says_so(tmp_path)
     assert json.loads((tmp_path / "optimization_trace" / "round_1" / "optimized_ncu_metrics.json").read_text()) == ncu["r1-t0"]
 
 
+def test_profiles_start_while_tasks_run_and_one_pushed_out_is_counted_unused(tmp_path) -> None:
+    pool = ScriptedPool(ANSWERS, spare_after=1)  # spare work from the first result on
+    driver = _driver(tmp_path, pool)
+    driver.run_round(1)
+
+    # r1-t2 came first, and the beam as it stood then (the input and r1-t2) had room for it.
+    assert [job.parent.id for job in pool.jobs] == ["r1-t2", "r1-t0", "r1-t1"]
+    assert [e.id for e in driver.state.beam] == ["r1-t0", "r1-t1", "input"]
+    assert all(e.profile is not None for e in driver.state.beam)
+    record = driver.state.rounds[0]
+    assert record.profiles == 3 and record.profiles_unused == 1 and record.profile_s == 6.0
+    candidates = tmp_path / "optimization_trace" / "round_1" / "candidates"
+    saved = TaskResult.model_validate_json((candidates / "r1-t2" / "result.json").read_text())
+    assert saved.profile.reason == "no ncu for r1-t2" and not saved.profile.skipped  # its profile is kept
+
+
 def test_cpu_runs_profile_nothing(tmp_path) -> None:
-    pool = RecordingPool()
+    pool = ScriptedPool(ANSWERS, spare_after=1)
     driver = _driver(tmp_path, pool, device="cpu")
-    driver._finish_round(1, [_result("r1-t0", 1.0)], {}, {}, start=time.time())
-    assert pool.jobs == [] and driver.state.beam[0].profile is None and driver.state.rounds[0].profile_wall_s == 0.0
+    driver.run_round(1)
+    assert pool.jobs == [] and driver.state.beam[0].profile is None
+    record = driver.state.rounds[0]
+    assert record.profile_wall_s == 0.0 and record.profiles == 0
 
 
 def test_a_workers_profile_job_measures_the_kernel_once(tmp_path, monkeypatch) -> None:

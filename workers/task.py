@@ -1,6 +1,6 @@
 """One search task on a worker: profile the parent, diagnose, propose, verify (refining on failure),
-time, reflect. Plain functions, so tests run them without Ray. New kernels are profiled after the
-round, and only those the beam keeps (``profile_beam_kernel``): they are the next round's parents.
+time, reflect. Plain functions, so tests run them without Ray. New kernels are profiled in jobs of their
+own, and only those the beam keeps (``profile_beam_kernel``): they are the next round's parents.
 
 The candidate's code never runs here: verification (with the timing after it) and ncu each run it in a
 child process.
@@ -186,8 +186,8 @@ def run_task(task: Task, ctx: WorkerContext) -> TaskResult:
 
 def profile_beam_kernel(task: Task, ctx: WorkerContext) -> TaskResult:
     """ncu's profile of a kernel the round kept in the beam (``task.parent``): it guides the tasks that
-    start from it. Only beam kernels are profiled, after the round's selection, so no task waits on ncu
-    for a kernel that never becomes a parent."""
+    start from it. Only beam kernels are profiled (``beamsearch.beam_profiles`` picks them while the round's
+    last tasks run), so no task waits on ncu for a kernel that never becomes a parent."""
     stages = Stages()
     entry = task.parent
     cached = entry.profile is not None or entry.kernel.hash in ctx.profiles

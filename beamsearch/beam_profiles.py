@@ -1,0 +1,76 @@
+"""ncu profiles of the beam's new kernels, taken while the round's last tasks still run.
+
+The kernels a round keeps in the beam are the next round's parents, and a parent's tasks need its
+profile (the diagnosis, hence the proposals, come from it). Profiled after the round's selection, they
+held every GPU idle but the profiling ones: 27 % of the rounds' wall time on 2 x H200
+(docs/gpu-runs/2026-11-24-h200x2-profiles-in-the-tail). So once every task of the round is handed out,
+each idle worker profiles a kernel the beam would keep if the round ended now (``next_job``, the
+pool's spare work). A kernel that later results push out of the beam was profiled for nothing (counted
+in the round's ``profiles_unused``); one that enters late is profiled when it does, so when the
+round's tasks are done, every kernel of the beam has a profile or a reason why not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from beamsearch.beam import select_beam
+from beamsearch.schema import Profile
+from beamsearch.state import BeamEntry, BeamState, Task, TaskResult
+
+NOT_PROFILED = "not profiled: only the kernels the beam keeps are profiled, since they are the next round's parents"
+PROFILE_METHOD = "profile"  # the worker's method for a profile job
+
+
+class BeamProfiles:
+    """The profile jobs of one round: which to start next, and their results once back."""
+
+    def __init__(self, state: BeamState, round_: int, results: list[TaskResult],
+                 notify: Callable[..., None] = lambda kind, **data: None) -> None:  # fmt: skip
+        """``results``: the round's candidates so far, the list the driver appends to as they come."""
+        self.state, self.round, self.results, self.notify = state, round_, results, notify
+        self.on = state.config.profile and state.spec.device.startswith("cuda")
+        self.jobs: dict[str, str] = {}  # profile job id -> the kernel it profiles
+        self.done: dict[str, TaskResult] = {}  # kernel id -> its profile job's result
+
+    def next_job(self) -> tuple[Task, str] | None:
+        """A profile job for the fastest kernel of the beam as it stands that has no profile and no job."""
+        if not self.on:
+            return None
+        started = set(self.jobs.values())
+        for entry in select_beam(self.state.beam, self.results, self.state.config.beam_width):
+            if entry.profile is None and entry.id not in started:
+                task = Task(id=f"r{self.round}-profile-{entry.id}", round=self.round, direction=0, parent=entry,
+                            spec=self.state.spec, config=self.state.config)  # fmt: skip
+                self.jobs[task.id] = entry.id
+                self.notify("profile_beam", round=self.round, ids=[entry.id])
+                return task, PROFILE_METHOD
+        return None
+
+    def take(self, result: TaskResult) -> bool:
+        """Keep ``result`` if it is a profile job's; False for a candidate."""
+        kernel_id = self.jobs.get(result.task_id)
+        if kernel_id is None:
+            return False
+        self.done[kernel_id] = result
+        return True
+
+    def apply(self, beam: list[BeamEntry], results: list[TaskResult]) -> tuple[list[BeamEntry], list[TaskResult]]:
+        """The beam and the round's results with their profiles; an ok candidate neither kept nor
+        profiled is marked not profiled. Returns the beam and every result (changed ones are new objects)."""
+        measured = {i: {"profile": r.profile or Profile(available=False, reason=r.reason), "roofline": r.roofline}
+                    for i, r in self.done.items()}  # fmt: skip
+        beam = [e.model_copy(update=measured[e.id]) if e.id in measured else e for e in beam]
+        kept = {e.id for e in beam}
+        out = []
+        for r in results:
+            update = measured.get(r.task_id)
+            if update is None and r.status == "ok" and r.task_id not in kept and r.profile is None and self.on:
+                update = {"profile": Profile(available=False, skipped=True, reason=NOT_PROFILED)}
+            out.append(r.model_copy(update=update) if update is not None else r)
+        return beam, out
+
+    def unused(self, beam: list[BeamEntry]) -> int:
+        """Profiles taken of kernels the beam did not keep in the end."""
+        kept = {e.id for e in beam}
+        return sum(kernel_id not in kept for kernel_id in self.done)
