@@ -4,8 +4,8 @@ The kernels a round keeps in the beam are the next round's parents, and a parent
 profile (the diagnosis, hence the proposals, come from it). Profiled after the round's selection, they
 held every GPU idle but the profiling ones: 27 % of the rounds' wall time on 2 x H200
 (docs/gpu-runs/2026-11-24-h200x2-profiles-in-the-tail). So once every task of the round is handed out,
-each idle profiler (two workers per GPU, whose ncu process is started ahead) profiles a kernel the beam
-would keep if the round ended now (``next_job``, the pool's spare work). A kernel that later results push out of the beam was profiled for nothing (counted
+each idle worker profiles a kernel the beam would keep if the round ended now (``next_job``, the
+pool's spare work). A kernel that later results push out of the beam was profiled for nothing (counted
 in the round's ``profiles_unused``); one that enters late is profiled when it does, so when the
 round's tasks are done, every kernel of the beam has a profile or a reason why not.
 """

@@ -24,10 +24,6 @@ from workers.actor import RemoteSearchWorker
 
 log = logging.getLogger(__name__)
 MAX_RESTARTS = 4
-# Workers per GPU that take the spare work (profile jobs), with ncu's process started ahead. Any idle
-# worker used to take them, and a worker's first profile waited 4-7 s for ncu and Python to start
-# (docs/gpu-runs/2026-11-24-h200x2-profiles-in-the-tail); idle ncu processes cost CPU, so only a few.
-PROFILERS_PER_GPU = 2
 
 
 @dataclass
@@ -52,7 +48,7 @@ class WorkerPool:
     gpu_share: float
     on_gpu: bool
     make: Callable[[str], ray.actor.ActorHandle] = field(repr=False)
-    profilers: set[str] = field(default_factory=set)  # names of the workers that take spare work; empty: any
+    ran: dict[str, set[str]] = field(default_factory=dict, repr=False)  # method -> workers that have run it
 
     @classmethod
     def start(cls, count: int, gpus: int) -> WorkerPool:
@@ -76,12 +72,7 @@ class WorkerPool:
         workers = [Worker(f"w{i}", make(f"w{i}")) for i in range(count)]
         for w in workers:
             w.where = ray.get(w.handle.where.remote(), timeout=600)
-        profilers = {w.name for group in places(workers).values() for w in group[:PROFILERS_PER_GPU]} if on_gpu else set()
-        return cls(workers=spread_over_gpus(workers), gpu_share=share, on_gpu=on_gpu, make=make, profilers=profilers)
-
-    def start_profilers(self) -> None:
-        """Each profiler starts ncu's process ahead, so its first profile job does not wait for it."""
-        ray.get([w.handle.start_profiler.remote() for w in self.workers if w.name in self.profilers], timeout=600)
+        return cls(workers=spread_over_gpus(workers), gpu_share=share, on_gpu=on_gpu, make=make)
 
     def call(self, method: str, *args: object, timeout_s: float = 3600.0) -> object:
         """One call on the first worker, for the run's set-up steps (baselines, floor, final re-timing).
@@ -99,26 +90,23 @@ class WorkerPool:
         """Yield a result for every task, as each finishes (failed ones included), in no fixed order.
 
         ``notify(kind, **data)`` hears of lost workers and timed-out tasks as they happen.
-        ``spare_work()``: asked for a job (a task and the worker method to run it) whenever a profiler is
+        ``spare_work()``: asked for a job (a task and the worker method to run it) whenever a worker is
         idle and every task has been handed out; None when it has none. Its jobs' results are yielded
-        too. It is asked again as results come in, so it can hand out work those results make useful.
-        Tasks go to idle workers other than the profilers first, so that profilers are free for it."""
+        too. It is asked again as results come in, so it can hand out work those results make useful."""
         queue: deque[tuple[Task, int, str]] = deque((t, 0, method) for t in tasks)
         idle = deque(self.workers)
         running: dict[ray.ObjectRef, InFlight] = {}
 
-        def next_job() -> tuple[Task, int, str, Worker] | None:
+        def next_job() -> tuple[Task, int, str] | None:
             if queue:
-                task, attempt, job_method = queue.popleft()
-                return task, attempt, job_method, next((w for w in idle if w.name not in self.profilers), idle[0])
-            takers = [w for w in idle if w.name in self.profilers or not self.profilers]
-            spare = spare_work() if spare_work and takers else None
-            return (spare[0], 0, spare[1], takers[0]) if spare else None
+                return queue.popleft()
+            spare = spare_work() if spare_work else None
+            return (spare[0], 0, spare[1]) if spare else None
 
         while True:
             while idle and (job := next_job()) is not None:
-                task, attempt, job_method, worker = job
-                idle.remove(worker)
+                task, attempt, job_method = job
+                worker = self._take_idle(idle, job_method)
                 ref = getattr(worker.handle, job_method).remote(task)
                 running[ref] = InFlight(task, worker, time.monotonic(), attempt, job_method)
             if not running:  # every worker idle: nothing queued and no spare work left
@@ -157,6 +145,15 @@ class WorkerPool:
                     idle.append(job.worker)
                     yield failed(job.task, f"task timed out after {timeout_s:.0f} s; its worker was restarted")
 
+    def _take_idle(self, idle: deque[Worker], method: str) -> Worker:
+        """The first idle worker, preferring one that has run ``method`` before: its child processes for
+        that kind of job (ncu's, say) are started and warm."""
+        warm = self.ran.setdefault(method, set())
+        worker = next((w for w in idle if w.name in warm), idle[0])
+        idle.remove(worker)
+        warm.add(worker.name)
+        return worker
+
     def _stop_children(self, worker: Worker) -> None:
         try:
             ray.get(worker.handle.stop_children.remote(), timeout=30)
@@ -185,18 +182,13 @@ class WorkerPool:
             ray.kill(w.handle, no_restart=True)
 
 
-def places(workers: list[Worker]) -> dict[str, list[Worker]]:
-    """The workers by where they run: host, node and GPU (or CPU node)."""
-    by_place: dict[str, list[Worker]] = {}
-    for w in workers:
-        by_place.setdefault(re.sub(r" pid \d+", "", w.where), []).append(w)
-    return by_place
-
-
 def spread_over_gpus(workers: list[Worker]) -> list[Worker]:
     """The workers in an order that takes each GPU (or CPU node) in turn: a batch of fewer tasks than
     workers, handed out in this order, is spread over the GPUs instead of piling onto the first."""
-    return [w for turn in itertools.zip_longest(*places(workers).values()) for w in turn if w is not None]
+    by_place: dict[str, list[Worker]] = {}
+    for w in workers:
+        by_place.setdefault(re.sub(r" pid \d+", "", w.where), []).append(w)
+    return [w for turn in itertools.zip_longest(*by_place.values()) for w in turn if w is not None]
 
 
 def failed(task: Task, reason: str) -> TaskResult:

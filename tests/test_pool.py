@@ -107,25 +107,13 @@ def test_spare_work_goes_to_idle_workers_once_every_task_is_out(local_ray) -> No
     pool.shutdown()
 
 
-def test_spare_work_goes_to_the_profilers_and_tasks_to_the_other_workers_first(local_ray) -> None:
-    from beamsearch.config import SearchConfig
+def test_spare_work_prefers_an_idle_worker_that_ran_that_kind_of_job() -> None:
+    from collections import deque
+
     from beamsearch.pool import Worker
-    from beamsearch.schema import Kernel, RunSpec
-    from beamsearch.state import BeamEntry, Task
 
-    entry = BeamEntry(id="input", kernel=Kernel(source="x = 1", origin="input"), median_ms=1.0, round=0)
-    spec, config = RunSpec(problem_path="/p/problem.py", shapes="full", device="cpu"), SearchConfig(problem="p")
-
-    def task(id_: str) -> Task:
-        return Task(id=id_, round=1, direction=0, parent=entry, spec=spec, config=config)
-
-    workers = [Worker(f"w{i}", _TimedWorker.remote(f"w{i}")) for i in range(3)]
-    pool = WorkerPool(workers=workers, gpu_share=0.0, on_gpu=False, make=lambda name: None, profilers={"w1"})
-    spare = [task("p0"), task("p1")]
-    results = list(pool.run([task("t0"), task("t1")], 60, spare_work=lambda: (spare.pop(0), "profile") if spare else None))
-    by_id = {r.task_id: r for r in results}
-    assert {by_id["t0"].worker, by_id["t1"].worker} == {"w0", "w2"}  # the profiler kept free
-    assert by_id["p0"].worker == by_id["p1"].worker == "w1"  # only the profiler profiles, one job after the other
-    p0, p1 = (float(by_id[p].reason.split()[1]) for p in ("p0", "p1"))
-    assert p1 >= p0 + 0.3
-    pool.shutdown()
+    pool = WorkerPool(workers=[], gpu_share=0.0, on_gpu=False, make=lambda name: None, ran={"profile": {"w2"}})
+    idle = deque(Worker(f"w{i}", handle=None) for i in range(4))
+    assert pool._take_idle(idle, "profile").name == "w2"  # its ncu process is started
+    assert pool._take_idle(idle, "run").name == "w0"  # none ran a task yet: the first idle one
+    assert [w.name for w in idle] == ["w1", "w3"] and pool.ran == {"profile": {"w2"}, "run": {"w0"}}

@@ -178,14 +178,14 @@ def spare_key(module: str, env: dict[str, str], prefix: Prefix | None = None) ->
     return module, hash(frozenset(env.items())), repr(prefix)
 
 
-def start_spares(modules: list[str], device: str, prefix: Prefix | None = None) -> None:
+def start_spares(modules: list[str], device: str) -> None:
     """Start a spare for each module now, so a new worker's first jobs find one warm (a cold start,
     importing torch, costs seconds in every stage of a worker's first task)."""
     env = child_env(device)
     with _spares_lock:
         for module in modules:
-            if spare_key(module, env, prefix) not in _spares:
-                _start_spare(module, env, prefix)
+            if spare_key(module, env) not in _spares:
+                _start_spare(module, env)
 
 
 def _start_spare(module: str, env: dict[str, str], prefix: Prefix | None = None) -> None:
