@@ -74,6 +74,11 @@ class WorkerPool:
             w.where = ray.get(w.handle.where.remote(), timeout=600)
         return cls(workers=spread_over_gpus(workers), gpu_share=share, on_gpu=on_gpu, make=make)
 
+    def start_profiling(self) -> None:
+        """Every worker starts ncu's process ahead: a profile job may go to any idle worker, and one
+        started cold waited 4 to 8 s for ncu, Python and torch (docs/gpu-runs/2026-11-24-h200x2-profiles-in-the-tail)."""
+        ray.get([w.handle.start_profiling.remote() for w in self.workers], timeout=600)
+
     def call(self, method: str, *args: object, timeout_s: float = 3600.0) -> object:
         """One call on the first worker, for the run's set-up steps (baselines, floor, final re-timing).
         A worker that is restarting, or gone, is waited for or replaced, and the call made once more."""

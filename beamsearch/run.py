@@ -112,6 +112,8 @@ def _search(config: SearchConfig, previous: BeamState | None, kernel: Kernel | N
     from beamsearch.pool import WorkerPool
 
     pool = WorkerPool.start(workers, gpus)
+    if config.profile and gpus:
+        pool.start_profiling()
     state = previous or BeamState(config=config, problem=problem, spec=spec)
     driver = Driver(state, pool, trace, display, problem, versions=pool.call("versions", spec.device))
     try:

@@ -25,7 +25,7 @@ from pathlib import Path
 from beamsearch.schema import Profile, ProfiledCall, ProfileRequest, RunSpec
 from profiling.metrics import metric_keys
 from profiling.ncu_parse import combine, is_own_kernel, kernel_profiles, parse_raw_csv
-from workers.child_process import Prefix, run_child
+from workers.child_process import Prefix, run_child, start_spares
 
 DEFAULT_NCU_TIMEOUT_S = 300.0
 NCU_CANDIDATES = ("/usr/local/cuda/bin/ncu", "/opt/nvidia/nsight-compute/ncu")
@@ -52,6 +52,13 @@ _prefixes: dict[str, Prefix] = {}
 def _prefix_for(ncu: str) -> Prefix:
     """One prefix object per ncu binary, so the spare started for one job serves the next."""
     return _prefixes.setdefault(ncu, functools.partial(ncu_prefix, ncu))
+
+
+def start_ncu_spare(device: str) -> None:
+    """Start the process the next profile on ``device`` runs in (ncu, Python, torch: seconds), if ncu is here."""
+    ncu = find_ncu()
+    if ncu is not None and device.startswith("cuda"):
+        start_spares(["profiling.ncu_child"], device, prefix=_prefix_for(ncu))
 
 
 def profile_kernel(

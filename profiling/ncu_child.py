@@ -56,5 +56,7 @@ def handle(request: ProfileRequest) -> ProfiledCall:
 
 if __name__ == "__main__":
     use_one_work_queue()  # nothing is timed here
-    # A normal exit (no os._exit): ncu's injected library finishes its report at process exit.
-    serve(ProfileRequest, handle, exit_normally=True)
+    # A normal exit (no os._exit): ncu's injected library finishes its report at process exit. No CUDA
+    # context made while idle: every worker keeps one of these waiting (``start_ncu_spare``), and a
+    # context would hold about 0.5 GB of GPU memory each for a job that comes once a round at most.
+    serve(ProfileRequest, handle, exit_normally=True, early_cuda=False)

@@ -85,6 +85,25 @@ def test_the_profiled_process_gets_its_job_on_stdin_and_ncus_report_is_read_back
     child_process._kill_spares()
 
 
+def test_a_workers_ncu_process_started_ahead_serves_its_first_profile(monkeypatch, tmp_path) -> None:
+    from workers import child_process
+
+    script = fake_ncu(tmp_path, PASS_THROUGH)
+    monkeypatch.setattr(ncu, "find_ncu", lambda: script)
+    monkeypatch.setenv("REPORT", "no error here")
+    child_process._kill_spares()
+    ncu.start_ncu_spare("cpu")
+    assert child_process._spares == {}  # nothing to profile on the CPU
+    ncu.start_ncu_spare("cuda")
+    key = child_process.spare_key("profiling.ncu_child", child_process.child_env("cuda"), ncu._prefix_for(script))
+    ahead = child_process._spares[key]
+    assert ahead.proc.poll() is None
+    profile = ncu.profile_kernel(GPU_SPEC, str(KERNELS / "good.py"))
+    assert profile.reason.startswith("the profiled call failed:"), profile.reason
+    assert ahead.proc.poll() is not None and child_process._spares[key] is not ahead  # used, and replaced
+    child_process._kill_spares()
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", ["43_Max_Pooling_3D", "04_Matrix_vector_multiplication"])
 def test_real_profile_keeps_only_the_kernels_own_launches(name: str) -> None:

@@ -16,6 +16,7 @@ import ray
 
 from beamsearch.schema import RunSpec
 from beamsearch.state import Baseline, BeamEntry, FinalTiming, Task, TaskResult
+from profiling.ncu import start_ncu_spare
 from workers import task as task_fns
 from workers.child_process import start_spares
 
@@ -35,6 +36,10 @@ class SearchWorker:
 
     def profile(self, task: Task) -> TaskResult:
         return task_fns.profile_beam_kernel(task, self.ctx)
+
+    def start_profiling(self) -> None:
+        """Start ncu's process now, so this worker's first profile job finds it ready."""
+        start_ncu_spare("cuda")
 
     def measure_input(self, task: Task) -> TaskResult:
         return task_fns.measure_input(task, self.ctx)

@@ -17,7 +17,7 @@ A spare is still a fresh process: it has run no candidate code. Spares exit when
 their stdin closes (the parent exits) and are killed at interpreter exit.
 
 A GPU job's spare also starts CUDA while it waits (``start_cuda_early``): the driver, and a context
-on the job's GPU. On a host with several GPUs both queue when many processes start them together
+on the job's GPU (not ncu's: ``serve(early_cuda=False)``). On a host with several GPUs both queue when many processes start them together
 (0.4 s and 0.1 s alone, 3 s and 1.6 s for 16 at once, measured on 4 x H200), and every stage of a task
 starts a process. A context holds a few hundred MB of GPU memory while the spare waits.
 """
@@ -178,14 +178,14 @@ def spare_key(module: str, env: dict[str, str], prefix: Prefix | None = None) ->
     return module, hash(frozenset(env.items())), repr(prefix)
 
 
-def start_spares(modules: list[str], device: str) -> None:
+def start_spares(modules: list[str], device: str, prefix: Prefix | None = None) -> None:
     """Start a spare for each module now, so a new worker's first jobs find one warm (a cold start,
     importing torch, costs seconds in every stage of a worker's first task)."""
     env = child_env(device)
     with _spares_lock:
         for module in modules:
-            if spare_key(module, env) not in _spares:
-                _start_spare(module, env)
+            if spare_key(module, env, prefix) not in _spares:
+                _start_spare(module, env, prefix)
 
 
 def _start_spare(module: str, env: dict[str, str], prefix: Prefix | None = None) -> None:
@@ -301,17 +301,19 @@ def _discard(child: _Child) -> None:
     shutil.rmtree(child.folder, ignore_errors=True)
 
 
-def serve(request_model: type[Req], handle: Callable[[Req], BaseModel], exit_normally: bool = False) -> None:
+def serve(request_model: type[Req], handle: Callable[[Req], BaseModel], exit_normally: bool = False,
+          early_cuda: bool = True) -> None:  # fmt: skip
     """Child side: wait for the two paths and the key on stdin, handle the request, write the signed
     result, exit (``exit_normally``: return, so the interpreter exits as usual: ncu writes its report
     then).
 
-    CUDA (driver and context) is started while the job is awaited. All three lines are read before anything else
+    CUDA (driver and context) is started while the job is awaited (unless not ``early_cuda``). All three lines are read before anything else
     runs, so the key leaves the pipe at once. Exits with
     ``os._exit`` right after the result is written: interpreter and CUDA teardown with GBs allocated
     takes seconds, and nothing is left to do.
     """
-    start_cuda_early()
+    if early_cuda:
+        start_cuda_early()
     req_path = sys.stdin.readline().strip()
     res_path = sys.stdin.readline().strip()
     secret = sys.stdin.readline().strip()
