@@ -6,6 +6,7 @@ Pure functions over the records in beamsearch/state.py: no Ray, no GPU, no files
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 
 from beamsearch.schema import Attempt
@@ -14,6 +15,7 @@ from beamsearch.state import BeamEntry, BeamState, Task, TaskResult
 HISTORY_IN_TASK = 40  # recent attempts a proposer sees (the tuner needs hashes, a model the lessons)
 
 
+@functools.lru_cache(maxsize=4096)  # the driver ranks the round's candidates again each time a worker idles
 def code_hash(source: str) -> str:
     """Same code, whatever the comments, docstrings, blank lines or formatting."""
     try:

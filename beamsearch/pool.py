@@ -48,7 +48,6 @@ class WorkerPool:
     gpu_share: float
     on_gpu: bool
     make: Callable[[str], ray.actor.ActorHandle] = field(repr=False)
-    ran: dict[str, set[str]] = field(default_factory=dict, repr=False)  # method -> workers that have run it
 
     @classmethod
     def start(cls, count: int, gpus: int) -> WorkerPool:
@@ -111,7 +110,7 @@ class WorkerPool:
         while True:
             while idle and (job := next_job()) is not None:
                 task, attempt, job_method = job
-                worker = self._take_idle(idle, job_method)
+                worker = idle.popleft()
                 ref = getattr(worker.handle, job_method).remote(task)
                 running[ref] = InFlight(task, worker, time.monotonic(), attempt, job_method)
             if not running:  # every worker idle: nothing queued and no spare work left
@@ -149,15 +148,6 @@ class WorkerPool:
                     self._wait_until_back(job.worker)
                     idle.append(job.worker)
                     yield failed(job.task, f"task timed out after {timeout_s:.0f} s; its worker was restarted")
-
-    def _take_idle(self, idle: deque[Worker], method: str) -> Worker:
-        """The first idle worker, preferring one that has run ``method`` before: its child processes for
-        that kind of job (ncu's, say) are started and warm."""
-        warm = self.ran.setdefault(method, set())
-        worker = next((w for w in idle if w.name in warm), idle[0])
-        idle.remove(worker)
-        warm.add(worker.name)
-        return worker
 
     def _stop_children(self, worker: Worker) -> None:
         try:

@@ -130,8 +130,9 @@ class RoundRecord(Record):
     beam: list[str] = Field([], description="ids in the beam after the round, fastest first")
     running_best_ms: float | None = None
     wall_s: float = 0.0
-    profile_wall_s: float = Field(0.0, description="of wall_s, the time after the round's last candidate, when only "
-                                  "profiles of the beam's new kernels ran")  # fmt: skip
+    profile_wall_s: float = Field(0.0, description="of wall_s, the time after the round's last candidate (after its "
+                                  "start when every candidate was reused on --resume), when only profiles of the "
+                                  "beam's new kernels ran")  # fmt: skip
     profile_s: float = Field(0.0, description="the seconds the round's profile jobs took, summed over workers")
     profiles: int = Field(0, description="profile jobs: the beam's new kernels, and kernels pushed out after their job")
     profiles_unused: int = Field(0, description="of those, profiles of kernels the beam did not keep in the end")

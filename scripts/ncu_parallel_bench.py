@@ -5,7 +5,7 @@
 One process per visible GPU profiles the problem's input kernel, all starting together, in two
 interleaved modes:
 - *alone*: GPU 0 profiles and the others wait (what one profile costs);
-- *together*: every GPU profiles at once, as the beam's kernels are profiled after a round.
+- *together*: every GPU profiles at once, as the beam's new kernels may be at a round's end.
 The first round of each mode warms the spares and is not counted. Prints each profile's seconds, the
 medians, the wall time of a round (its slowest GPU), and the kernel's ncu duration in each mode, to
 check that profiles taken side by side measure the same.

@@ -5,12 +5,13 @@
 Reads each run's summary.json (or state.json) and its tasks' result.json. A candidate is a task that
 proposed a kernel (one with nothing new to propose is not counted). Per candidate, the wall
 seconds of each task stage (verify, with the timing after it; child start-up, compiles and waits for
-the GPU lock included) and of the profiles of the beam's kernels taken after each round.
+the GPU lock included) and of the profile jobs of the beam's kernels.
 `timing share` is the seconds the timings held the GPU's lock (from the `locked` to the `measured`
 step, in either timing path) over the rounds' GPU-seconds (wall x GPUs); `profiling share` is the part
 of the rounds' wall time after their last candidate, when only profiles of the beam's kernels ran
-(profiles taken while tasks ran are not in it); `unused profiles`, those of kernels the beam did not
-keep after all.
+(profiles taken while tasks ran are not in it; runs before 2026-11-24 profiled only after the round,
+so their share is all of the profiling); `unused profiles`, those of kernels the beam did not keep
+after all.
 Near 100 % together, the GPU's measurement is the limit; far below, the GPU mostly waits on processes
 starting, compiles and checks.
 

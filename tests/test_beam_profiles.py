@@ -7,6 +7,7 @@ searches in docs/gpu-runs run the real one; tests/test_pool.py runs the real poo
 from __future__ import annotations
 
 import json
+import time
 
 from beamsearch.beam_profiles import NOT_PROFILED
 from beamsearch.config import SearchConfig
@@ -24,13 +25,14 @@ class ScriptedPool:
     is out and a worker is idle, and answers each profile job the way a worker does when ncu is not
     there, except for ``fail``, a job whose worker died twice (the pool's own failed record)."""
 
-    def __init__(self, answers: dict[str, TaskResult], spare_after: int, fail: str = "") -> None:
-        self.answers, self.spare_after, self.fail = answers, spare_after, fail
+    def __init__(self, answers: dict[str, TaskResult], spare_after: int, fail: str = "", task_s: float = 0.0) -> None:
+        self.answers, self.spare_after, self.fail, self.task_s = answers, spare_after, fail, task_s
         self.jobs: list[Task] = []
 
     def run(self, tasks: list[Task], timeout_s: float, method: str = "run", notify=None, spare_work=None):
         assert sorted(t.id for t in tasks) == sorted(self.answers)
         for i, result in enumerate(self.answers.values()):
+            time.sleep(self.task_s)
             yield result
             if i + 1 >= self.spare_after:
                 yield from self._spare(spare_work)
@@ -78,7 +80,7 @@ def _driver(tmp_path, pool: ScriptedPool, device: str = "cuda") -> Driver:
 
 
 def test_only_the_beams_new_kernels_are_profiled_and_the_trace_says_so(tmp_path) -> None:
-    pool = ScriptedPool(ANSWERS, spare_after=len(ANSWERS), fail="r1-t1")  # profiles only after the last task
+    pool = ScriptedPool(ANSWERS, spare_after=len(ANSWERS), fail="r1-t1", task_s=0.2)  # profiles after the last task
     driver = _driver(tmp_path, pool)
     driver.run_round(1)
 
@@ -92,7 +94,7 @@ def test_only_the_beams_new_kernels_are_profiled_and_the_trace_says_so(tmp_path)
     record = driver.state.rounds[0]
     assert record.profile_s == 2.0 and record.gpu_measure_s == 1.0  # the failed job measured nothing
     assert record.profiles == 2 and record.profiles_unused == 0
-    assert 0.0 < record.profile_wall_s <= record.wall_s  # the profiles ran after the last candidate
+    assert 0.0 < record.profile_wall_s < 0.2 < 1.2 <= record.wall_s  # only the profiles ran after the last candidate
     candidates = tmp_path / "optimization_trace" / "round_1" / "candidates"
     ncu = {c: json.loads((candidates / c / "optimized_ncu_metrics.json").read_text()) for c in ("r1-t0", "r1-t2")}
     assert ncu["r1-t0"]["reason"] == "no ncu for r1-t0"
@@ -117,6 +119,18 @@ def test_profiles_start_while_tasks_run_and_one_pushed_out_is_counted_unused(tmp
     candidates = tmp_path / "optimization_trace" / "round_1" / "candidates"
     saved = TaskResult.model_validate_json((candidates / "r1-t2" / "result.json").read_text())
     assert saved.profile.reason == "no ncu for r1-t2" and not saved.profile.skipped  # its profile is kept
+
+
+def test_a_kernel_with_a_profile_job_running_gets_no_second_one(tmp_path) -> None:
+    from beamsearch.beam_profiles import BeamProfiles
+
+    driver = _driver(tmp_path, ScriptedPool(ANSWERS, spare_after=1))
+    results = [ANSWERS["r1-t0"], ANSWERS["r1-t1"]]
+    profiles = BeamProfiles(driver.state, 1, results)
+    first, second = profiles.next_job(), profiles.next_job()  # neither job is back yet
+    assert [first[0].parent.id, second[0].parent.id] == ["r1-t0", "r1-t1"] and profiles.next_job() is None
+    results.append(ANSWERS["r1-t3"])  # rejected: never in the beam
+    assert profiles.next_job() is None
 
 
 def test_cpu_runs_profile_nothing(tmp_path) -> None:

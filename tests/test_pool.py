@@ -60,22 +60,30 @@ def test_workers_are_ordered_to_take_each_gpu_in_turn() -> None:
     assert order == ["w0", "w2", "w5", "w1", "w3", "w4"]  # GPU 0 and 1 of node aa, GPU 0 of node bb, again
 
 
-@ray.remote(num_cpus=0)
-class _TimedWorker:
-    """A stand-in worker: each job sleeps a little and says when it started, on which worker."""
+@ray.remote(num_cpus=0, max_restarts=1)
+class _StandIn:
+    """A stand-in worker: each job sleeps a little and answers with the method that ran it. With
+    ``die_in`` set, the first job of that method kills the worker (Ray restarts it once)."""
 
-    def __init__(self, name: str) -> None:
-        self.name = name
+    def __init__(self, name: str, die_in: str = "", marker: str = "") -> None:
+        self.name, self.die_in, self.marker = name, die_in, marker
 
-    def _answer(self, task, kind: str):
+    def where(self) -> str:
+        return self.name
+
+    def _answer(self, task, method: str):
+        import os
         import time
+        from pathlib import Path
 
         from beamsearch.state import TaskResult
 
-        started = time.monotonic()
-        time.sleep(0.3)
+        if method == self.die_in and not Path(self.marker).exists():
+            Path(self.marker).touch()
+            os._exit(1)
+        time.sleep(0.2)
         return TaskResult(task_id=task.id, parent_id=task.parent.id, round=1, direction=0, status="ok",
-                          reason=f"{kind} {started}", worker=self.name)  # fmt: skip
+                          reason=method, worker=self.name)  # fmt: skip
 
     def run(self, task):
         return self._answer(task, "run")
@@ -84,36 +92,63 @@ class _TimedWorker:
         return self._answer(task, "profile")
 
 
-def test_spare_work_goes_to_idle_workers_once_every_task_is_out(local_ray) -> None:
+class _Recorded:
+    """A worker's handle that logs each job handed to it, in order, before passing it on."""
+
+    def __init__(self, handle, log: list[tuple[str, str]]) -> None:
+        self.handle, self.log = handle, log
+
+    def __getattr__(self, method: str):
+        remote = getattr(self.handle, method).remote
+        log = self.log
+
+        class _Method:
+            @staticmethod
+            def remote(*args):
+                if args:
+                    log.append((method, args[0].id))
+                return remote(*args)
+
+        return _Method
+
+
+def _task(id_: str):
     from beamsearch.config import SearchConfig
-    from beamsearch.pool import Worker
     from beamsearch.schema import Kernel, RunSpec
     from beamsearch.state import BeamEntry, Task
 
     entry = BeamEntry(id="input", kernel=Kernel(source="x = 1", origin="input"), median_ms=1.0, round=0)
-    spec, config = RunSpec(problem_path="/p/problem.py", shapes="full", device="cpu"), SearchConfig(problem="p")
-
-    def task(id_: str) -> Task:
-        return Task(id=id_, round=1, direction=0, parent=entry, spec=spec, config=config)
-
-    workers = [Worker(f"w{i}", _TimedWorker.remote(f"w{i}")) for i in range(2)]
-    pool = WorkerPool(workers=workers, gpu_share=0.0, on_gpu=False, make=lambda name: None)
-    spare = [task("p0"), task("p1")]
-    results = list(pool.run([task("t0"), task("t1"), task("t2")], 60, spare_work=lambda: (spare.pop(0), "profile") if spare else None))
-    started = {r.task_id: (r.reason.split()[0], float(r.reason.split()[1]), r.worker) for r in results}
-    assert sorted(started) == ["p0", "p1", "t0", "t1", "t2"]
-    assert {kind for kind, _, _ in started.values()} == {"run", "profile"} and started["p0"][0] == "profile"
-    assert min(started[p][1] for p in ("p0", "p1")) >= max(started[t][1] for t in ("t0", "t1", "t2"))
-    pool.shutdown()
+    spec = RunSpec(problem_path="/p/problem.py", shapes="full", device="cpu")
+    return Task(id=id_, round=1, direction=0, parent=entry, spec=spec, config=SearchConfig(problem="p"))
 
 
-def test_spare_work_prefers_an_idle_worker_that_ran_that_kind_of_job() -> None:
-    from collections import deque
-
+def test_spare_work_is_handed_out_only_once_every_task_is_out(local_ray) -> None:
     from beamsearch.pool import Worker
 
-    pool = WorkerPool(workers=[], gpu_share=0.0, on_gpu=False, make=lambda name: None, ran={"profile": {"w2"}})
-    idle = deque(Worker(f"w{i}", handle=None) for i in range(4))
-    assert pool._take_idle(idle, "profile").name == "w2"  # its ncu process is started
-    assert pool._take_idle(idle, "run").name == "w0"  # none ran a task yet: the first idle one
-    assert [w.name for w in idle] == ["w1", "w3"] and pool.ran == {"profile": {"w2"}, "run": {"w0"}}
+    handed: list[tuple[str, str]] = []
+    workers = [Worker(f"w{i}", _Recorded(_StandIn.remote(f"w{i}"), handed)) for i in range(2)]
+    pool = WorkerPool(workers=workers, gpu_share=0.0, on_gpu=False, make=lambda name: None)
+    spare, asked = [_task("p0"), _task("p1")], []
+
+    def spare_work():
+        asked.append(len(handed))
+        return (spare.pop(0), "profile") if spare else None
+
+    results = list(pool.run([_task("t0"), _task("t1"), _task("t2")], 60, spare_work=spare_work))
+    assert sorted((r.task_id, r.reason) for r in results) == [
+        ("p0", "profile"), ("p1", "profile"), ("t0", "run"), ("t1", "run"), ("t2", "run")]  # fmt: skip
+    assert [m for m, _ in handed] == ["run"] * 3 + ["profile"] * 2
+    assert min(asked) == 3  # first asked once the three tasks were out
+    assert asked[-1] == 5  # and asked again after the last job, to learn there is no more
+
+
+def test_a_spare_job_whose_worker_dies_is_retried_as_the_same_kind_of_job(local_ray, tmp_path) -> None:
+    from beamsearch.pool import Worker
+
+    handle = _StandIn.remote("w0", die_in="profile", marker=str(tmp_path / "died"))
+    pool = WorkerPool(workers=[Worker("w0", handle)], gpu_share=0.0, on_gpu=False, make=lambda name: None)
+    spare = [_task("p0")]
+    results = list(pool.run([], 60, spare_work=lambda: (spare.pop(0), "profile") if spare else None))
+    assert [(r.task_id, r.status, r.reason) for r in results] == [("p0", "ok", "profile")]
+    assert (tmp_path / "died").exists()
+    pool.shutdown()
