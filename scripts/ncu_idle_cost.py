@@ -20,27 +20,20 @@ from pathlib import Path
 
 from profiling.ncu import _prefix_for, find_ncu
 from workers import child_process
+from workers.child_process import descendants
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def tree_cpu_s(root: int) -> float:
-    """User and system CPU seconds of ``root`` and its descendants (those alive now)."""
-    parents: dict[int, int] = {}
-    times: dict[int, float] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
+    """User and system CPU seconds of ``root`` and its live descendants."""
+    total = 0.0
+    for pid in [root, *descendants(root)]:
         try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        pid = int(stat.parent.name)
-        parents[pid] = int(fields[1])
-        times[pid] = (int(fields[11]) + int(fields[12])) / TICKS
-    total, todo = 0.0, [root]
-    while todo:
-        pid = todo.pop()
-        total += times.get(pid, 0.0)
-        todo += [p for p, parent in parents.items() if parent == pid]
+        total += (int(fields[11]) + int(fields[12])) / TICKS
     return total
 
 

@@ -10,7 +10,6 @@ import contextlib
 import os
 import signal
 import socket
-from pathlib import Path
 
 import ray
 
@@ -18,7 +17,7 @@ from beamsearch.schema import RunSpec
 from beamsearch.state import Baseline, BeamEntry, FinalTiming, Task, TaskResult
 from profiling.ncu import start_ncu_spare
 from workers import task as task_fns
-from workers.child_process import start_spares
+from workers.child_process import descendants, start_spares
 
 
 class SearchWorker:
@@ -61,35 +60,11 @@ class SearchWorker:
 
         Runs beside a blocked ``run`` (the actor has two threads); the pool calls it before restarting a
         worker whose task timed out, so no child outlives the task."""
-        groups = {os.getpgid(pid) for pid in _descendants(os.getpid())} - {os.getpgid(0)}
+        groups = {os.getpgid(pid) for pid in descendants(os.getpid())} - {os.getpgid(0)}
         for group in groups:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(group, signal.SIGKILL)
         return len(groups)
-
-
-def _descendants(root: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    out, todo = [], list(children.get(root, []))
-    while todo:
-        pid = todo.pop()
-        out.append(pid)
-        todo += children.get(pid, [])
-    return [p for p in out if _alive(p)]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.getpgid(pid)
-        return True
-    except ProcessLookupError:
-        return False
 
 
 # Two threads: ``run`` may block on a hung child while ``stop_children`` ends it.

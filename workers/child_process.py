@@ -17,9 +17,9 @@ A spare is still a fresh process: it has run no candidate code. Spares exit when
 their stdin closes (the parent exits) and are killed at interpreter exit.
 
 A GPU job's spare also starts CUDA while it waits (``start_cuda_early``): the driver, and a context
-on the job's GPU (not ncu's: ``serve(early_cuda=False)``). On a host with several GPUs both queue when many processes start them together
-(0.4 s and 0.1 s alone, 3 s and 1.6 s for 16 at once, measured on 4 x H200), and every stage of a task
-starts a process. A context holds a few hundred MB of GPU memory while the spare waits.
+on the job's GPU (not ncu's: ``serve(early_cuda=False)``). On a host with several GPUs both queue when
+many processes start them together (0.4 s and 0.1 s alone, 3 s and 1.6 s for 16 at once, measured on
+4 x H200), and every stage of a task starts a process. A context holds a few hundred MB of GPU memory while the spare waits.
 """
 
 from __future__ import annotations
@@ -307,8 +307,8 @@ def serve(request_model: type[Req], handle: Callable[[Req], BaseModel], exit_nor
     result, exit (``exit_normally``: return, so the interpreter exits as usual: ncu writes its report
     then).
 
-    CUDA (driver and context) is started while the job is awaited (unless not ``early_cuda``). All three lines are read before anything else
-    runs, so the key leaves the pipe at once. Exits with
+    CUDA (driver and context) is started while the job is awaited (unless not ``early_cuda``). All
+    three lines are read before anything else runs, so the key leaves the pipe at once. Exits with
     ``os._exit`` right after the result is written: interpreter and CUDA teardown with GBs allocated
     takes seconds, and nothing is left to do.
     """
@@ -329,3 +329,28 @@ def serve(request_model: type[Req], handle: Callable[[Req], BaseModel], exit_nor
     os.replace(tmp, res_path)  # atomic: a half-written file is never read as a result
     if not exit_normally:
         os._exit(0)
+
+
+def descendants(root: int) -> list[int]:
+    """The pids of ``root``'s live descendants, from /proc (children, grandchildren...)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    out, todo = [], list(children.get(root, []))
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo += children.get(pid, [])
+    return [p for p in out if _alive(p)]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.getpgid(pid)
+        return True
+    except ProcessLookupError:
+        return False
