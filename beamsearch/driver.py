@@ -11,7 +11,15 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from beamsearch.beam import attempt_of, entry_of, mark_duplicate, mark_same_compiled, plan_round, select_beam
+from beamsearch.beam import (
+    attempt_of,
+    entry_of,
+    mark_duplicate,
+    mark_same_compiled,
+    plan_round,
+    screen_above_ms,
+    select_beam,
+)
 from beamsearch.beam_profiles import BeamProfiles
 from beamsearch.display import Display
 from beamsearch.pool import WorkerPool
@@ -81,9 +89,15 @@ class Driver:
         for r in results:
             mark_same_compiled(mark_duplicate(r, seen), fastest)
         profiles = BeamProfiles(self.state, round_, results, notify=self.display.event)
+        config = self.state.config
+
+        def hand_out(task: Task) -> Task:
+            screen = screen_above_ms(self.state.beam, results, config.beam_width, config.screen_ratio)
+            return task.model_copy(update={"screen_above_ms": screen})
+
         last_candidate_at = start
-        for result in self.pool.run(todo, self.state.config.task_timeout_s, notify=self.display.event,
-                                    spare_work=profiles.next_job):  # fmt: skip
+        for result in self.pool.run(todo, config.task_timeout_s, notify=self.display.event,
+                                    spare_work=profiles.next_job, hand_out=hand_out):  # fmt: skip
             if profiles.take(result):
                 continue
             result = mark_same_compiled(mark_duplicate(result, seen), fastest)
@@ -114,6 +128,7 @@ class Driver:
             profile_wall_s=max(0.0, now - last_candidate_at) if profiled else 0.0,
             profile_s=sum(r.stage_s.get("profile", 0.0) for r in profiled), profiles=len(profiled),
             profiles_unused=profiles.unused(beam),
+            screened=sum(r.screened for r in results),
             gpu_measure_s=sum(r.gpu_measure_s for r in results + profiled), tokens=sum(r.tokens for r in results),
             cost_usd=sum(r.cost_usd for r in results),
         )  # fmt: skip

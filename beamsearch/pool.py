@@ -90,9 +90,12 @@ class WorkerPool:
 
     def run(self, tasks: list[Task], timeout_s: float, method: str = "run",
             notify: Callable[..., None] = lambda kind, **data: None,
-            spare_work: Callable[[], tuple[Task, str] | None] | None = None) -> Iterator[TaskResult]:  # fmt: skip
+            spare_work: Callable[[], tuple[Task, str] | None] | None = None,
+            hand_out: Callable[[Task], Task] = lambda task: task) -> Iterator[TaskResult]:  # fmt: skip
         """Yield a result for every task, as each finishes (failed ones included), in no fixed order.
 
+        ``hand_out(task)`` is the task as a worker gets it, made when it is handed out (a retry included),
+        so it can carry what the results so far tell (the beam's cut-off).
         ``notify(kind, **data)`` hears of lost workers and timed-out tasks as they happen.
         ``spare_work()``: asked for a job (a task and the worker method to run it) whenever a worker is
         idle and every task has been handed out; None when it has none. Its jobs' results are yielded
@@ -103,7 +106,8 @@ class WorkerPool:
 
         def next_job() -> tuple[Task, int, str] | None:
             if queue:
-                return queue.popleft()
+                task, attempt, job_method = queue.popleft()
+                return hand_out(task), attempt, job_method
             spare = spare_work() if spare_work else None
             return (spare[0], 0, spare[1]) if spare else None
 

@@ -51,6 +51,8 @@ def parse_args(argv: list[str] | None) -> tuple[SearchConfig, bool, set[str]]:
     p.add_argument("--baselines", type=lambda s: [x for x in s.split(",") if x], default=None,
                    help="comma-separated: eager, compile, compile-max-autotune (empty string: none)")  # fmt: skip
     p.add_argument("--no-profile", dest="profile", action="store_false", default=None, help="skip ncu")
+    p.add_argument("--screen-ratio", dest="screen_ratio", type=float, default=None, help=fields["screen_ratio"].description)
+    p.add_argument("--no-screen", action="store_true", help="time every candidate in full (screen_ratio none)")
     p.add_argument("--quiet", action="store_true", default=None, help=fields["quiet"].description)
     args = p.parse_args(argv)
     values: dict = {}
@@ -60,6 +62,8 @@ def parse_args(argv: list[str] | None) -> tuple[SearchConfig, bool, set[str]]:
         except ValueError as e:
             fail(str(e))
     given = {k: v for k, v in vars(args).items() if k in fields and v is not None}
+    if args.no_screen:
+        given["screen_ratio"] = None
     values |= given
     if "problem" not in values:
         if not (args.resume and "out" in values):

@@ -83,6 +83,8 @@ class Timing(Record):
     host_batch_ms: float | None = Field(None, description="GPU: host clock per call over a synchronised batch of "
                                                           "back-to-back calls (the cross-check of the events)")
     host_enqueue_ms: float | None = Field(None, description="GPU: median host time to enqueue one call")
+    screened_above_ms: float | None = Field(None, description="the timing stopped after its first repetitions, "
+                                                              "whose median was above this (a search's beam cut-off)")
 
 
 class TimingKnobs(Record):
@@ -94,6 +96,8 @@ class TimingKnobs(Record):
     min_reps: int = 10
     max_reps: int = 1000
     lock_dir: str = ""
+    screen_above_ms: float | None = Field(None, description="stop after the first repetitions when their median "
+                                                            "is above this (``workers.clock.measure``)")
 
 
 class TimingRequest(TimingKnobs):

@@ -60,6 +60,8 @@ class Task(Record):
     config: SearchConfig
     floor: Floor | None = None
     history: list[Attempt] = Field([], description="earlier attempts of the run (hash, note, outcome, lesson)")
+    screen_above_ms: float | None = Field(None, description="set as the task is handed out: a candidate slower than "
+                                          "this cannot enter the beam, so its timing may stop early")
 
 
 class VerifyTry(Record):
@@ -100,6 +102,11 @@ class TaskResult(Record):
         return self.timing.timing.median_ms
 
     @property
+    def screened(self) -> bool:
+        """Its timing stopped early: too slow to enter the beam (``Task.screen_above_ms``)."""
+        return self.timing is not None and self.timing.timing is not None and self.timing.timing.screened_above_ms is not None
+
+    @property
     def compiled_hash(self) -> str | None:
         return self.timing.compiled_hash if self.timing else None
 
@@ -136,6 +143,7 @@ class RoundRecord(Record):
     profile_s: float = Field(0.0, description="the seconds the round's profile jobs took, summed over workers")
     profiles: int = Field(0, description="profile jobs: the beam's new kernels, and kernels pushed out after their job")
     profiles_unused: int = Field(0, description="of those, profiles of kernels the beam did not keep in the end")
+    screened: int = Field(0, description="candidates whose timing stopped early: too slow to enter the beam")
     gpu_measure_s: float = 0.0
     tokens: int = 0
     cost_usd: float = 0.0

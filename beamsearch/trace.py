@@ -173,6 +173,7 @@ def benchmark_json(result: TaskResult, problem: str) -> dict:
         "shapes": timing.shapes if timing else None,
         "n": timing.n if timing else None,
         "std_ms": timing.std_ms if timing else None,
+        "screened_above_ms": timing.screened_above_ms if timing else None,
     }
 
 

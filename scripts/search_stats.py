@@ -11,7 +11,8 @@ step, in either timing path) over the rounds' GPU-seconds (wall x GPUs); `profil
 of the rounds' wall time after their last candidate, when only profiles of the beam's kernels ran
 (profiles taken while tasks ran are not in it; runs before 2026-11-24 profiled only after the round,
 so their share is all of the profiling); `unused profiles`, those of kernels the beam did not keep
-after all.
+after all; `screened`, candidates whose timing stopped after its first repetitions, too slow to enter
+the beam; `locked s/timing`, the mean seconds a timing held the lock.
 Near 100 % together, the GPU's measurement is the limit; far below, the GPU mostly waits on processes
 starting, compiles and checks.
 
@@ -72,6 +73,8 @@ def stats(run: Path, gpus: int, rounds: list[RoundRecord], results: list[TaskRes
         "timing share %": 100 * sum(locked_s(r) for r in results) / (search_s * gpus),
         "profiling share %": 100 * sum(r.profile_wall_s for r in rounds) / search_s,
         "unused profiles": sum(r.profiles_unused for r in rounds),
+        "screened": sum(r.screened for r in results),
+        "locked s/timing": statistics.fmean(timed) if (timed := [locked_s(r) for r in results if locked_s(r)]) else 0.0,
         **{f"{k} s/cand": v / max(1, n) for k, v in sorted(stage_s.items())},
     }
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from beamsearch.beam import code_hash, mark_duplicate, mark_same_compiled, plan_round, select_beam
+from beamsearch.beam import code_hash, mark_duplicate, mark_same_compiled, plan_round, screen_above_ms, select_beam
 from beamsearch.config import SearchConfig, load_config_file
 from beamsearch.schema import Kernel, RunSpec, TimingResult
 from beamsearch.state import BeamEntry, BeamState, TaskResult
@@ -85,6 +85,17 @@ def test_select_keeps_the_fastest_distinct_codes() -> None:
     kept = select_beam(beam, results, width=3)
     assert [e.id for e in kept] == ["r1-t1", "r1-t4", "input"]
     assert [e.id for e in select_beam(beam, results, width=1)] == ["r1-t1"]
+
+
+def test_the_screen_is_the_slowest_kernel_a_full_beam_would_keep_with_a_margin() -> None:
+    beam = [_entry("input", 5.0, SOURCE, round_=0)]
+    results = [_result("r1-t0", 4.0, SOURCE + "\nA = 1"), _result("r1-t1", 9.0, SOURCE + "\nB = 1", status="rejected")]
+    assert screen_above_ms(beam, results, width=3, ratio=1.2) is None  # two kernels: any timed one enters
+    results.append(_result("r1-t2", 6.0, SOURCE + "\nC = 1"))
+    assert screen_above_ms(beam, results, width=3, ratio=1.2) == pytest.approx(7.2)
+    results.append(_result("r1-t3", 2.0, SOURCE + "\nD = 1"))  # a faster result pushes r1-t2 out
+    assert screen_above_ms(beam, results, width=3, ratio=1.2) == pytest.approx(6.0)
+    assert screen_above_ms(beam, results, width=3, ratio=None) is None
 
 
 def test_same_compiled_code_keeps_only_the_faster_kernel() -> None:

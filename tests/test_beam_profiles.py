@@ -23,15 +23,20 @@ class ScriptedPool:
     """Answers the round's tasks with ``answers`` (by task id, in that order). After the first
     ``spare_after`` answers it asks for spare work after each one, as the real pool does once every task
     is out and a worker is idle, and answers each profile job the way a worker does when ncu is not
-    there, except for ``fail``, a job whose worker died twice (the pool's own failed record)."""
+    there, except for ``fail``, a job whose worker died twice (the pool's own failed record). Each task
+    is handed out (``hand_out``, kept in ``handed``) just before its answer, as with one worker."""
 
     def __init__(self, answers: dict[str, TaskResult], spare_after: int, fail: str = "", task_s: float = 0.0) -> None:
         self.answers, self.spare_after, self.fail, self.task_s = answers, spare_after, fail, task_s
         self.jobs: list[Task] = []
+        self.handed: list[Task] = []
 
-    def run(self, tasks: list[Task], timeout_s: float, method: str = "run", notify=None, spare_work=None):
+    def run(self, tasks: list[Task], timeout_s: float, method: str = "run", notify=None, spare_work=None,
+            hand_out=lambda task: task):  # fmt: skip
         assert sorted(t.id for t in tasks) == sorted(self.answers)
+        by_id = {t.id: t for t in tasks}
         for i, result in enumerate(self.answers.values()):
+            self.handed.append(hand_out(by_id[result.task_id]))
             time.sleep(self.task_s)
             yield result
             if i + 1 >= self.spare_after:
@@ -131,6 +136,21 @@ def test_a_kernel_with_a_profile_job_running_gets_no_second_one(tmp_path) -> Non
     assert [first[0].parent.id, second[0].parent.id] == ["r1-t0", "r1-t1"] and profiles.next_job() is None
     results.append(ANSWERS["r1-t3"])  # rejected: never in the beam
     assert profiles.next_job() is None
+
+
+def test_each_task_is_handed_out_with_the_time_it_must_beat_to_enter_the_beam(tmp_path) -> None:
+    pool = ScriptedPool(ANSWERS, spare_after=len(ANSWERS))
+    driver = _driver(tmp_path, pool)
+    driver.run_round(1)
+    # The input is 5 ms; a beam of 3 is full once two results are in (r1-t2 at 9 ms, r1-t0 at 1 ms), and
+    # r1-t1's 2 ms pushes r1-t2 out. The default ratio is 1.2.
+    screens = [(t.id, t.screen_above_ms and round(t.screen_above_ms, 6)) for t in pool.handed]
+    assert screens == [("r1-t2", None), ("r1-t0", None), ("r1-t1", 10.8), ("r1-t3", 6.0), ("r1-t4", 6.0), ("r1-t5", 6.0)]
+    off = ScriptedPool(ANSWERS, spare_after=len(ANSWERS))
+    driver = _driver(tmp_path / "off", off)
+    driver.state = driver.state.model_copy(update={"config": driver.state.config.model_copy(update={"screen_ratio": None})})
+    driver.run_round(1)
+    assert all(t.screen_above_ms is None for t in off.handed)
 
 
 def test_cpu_runs_profile_nothing(tmp_path) -> None:

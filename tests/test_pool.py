@@ -83,7 +83,7 @@ class _StandIn:
             os._exit(1)
         time.sleep(0.2)
         return TaskResult(task_id=task.id, parent_id=task.parent.id, round=1, direction=0, status="ok",
-                          reason=method, worker=self.name)  # fmt: skip
+                          reason=method, worker=self.name, lesson=str(task.screen_above_ms))  # fmt: skip
 
     def run(self, task):
         return self._answer(task, "run")
@@ -140,6 +140,23 @@ def test_spare_work_is_handed_out_only_once_every_task_is_out(local_ray) -> None
     assert [m for m, _ in handed] == ["run"] * 3 + ["profile"] * 2
     assert min(asked) == 3  # first asked once the three tasks were out
     assert asked[-1] == 5  # and asked again after the last job, to learn there is no more
+
+
+def test_each_task_is_made_as_it_is_handed_out_from_the_results_so_far(local_ray) -> None:
+    from beamsearch.pool import Worker
+
+    pool = WorkerPool(workers=[Worker("w0", _StandIn.remote("w0"))], gpu_share=0.0, on_gpu=False, make=lambda name: None)
+    results, made = [], []
+
+    def hand_out(task):
+        made.append((task.id, len(results)))
+        return task.model_copy(update={"screen_above_ms": float(len(results))})
+
+    for result in pool.run([_task("t0"), _task("t1"), _task("t2")], 60, hand_out=hand_out):
+        results.append(result)
+    assert made == [("t0", 0), ("t1", 1), ("t2", 2)]
+    assert [(r.task_id, r.lesson) for r in results] == [("t0", "0.0"), ("t1", "1.0"), ("t2", "2.0")]
+    pool.shutdown()
 
 
 def test_a_spare_job_whose_worker_dies_is_retried_as_the_same_kind_of_job(local_ray, tmp_path) -> None:

@@ -56,6 +56,9 @@ def check_trace(out: Path, rounds: int) -> tuple[Summary, dict[str, TaskResult]]
             assert r.round == record.round
             if r.status == "ok":
                 assert (folder / "candidates" / r.task_id / "kernel.py").read_text() == r.kernel.source
+            if r.screened:  # its timing stopped early: it was too slow for the beam, and stays out of it
+                assert r.median_ms > r.timing.timing.screened_above_ms and r.task_id not in record.beam
+        assert record.screened == sum(r.screened for r in found)
         candidates |= {r.task_id: r for r in found}
         if record.best_id:
             best = candidates[record.best_id]

@@ -11,7 +11,7 @@ import torch
 
 from beamsearch.schema import RunSpec, TimingKnobs
 from tests.conftest import KERNELS
-from workers.clock import InputNudger, clock_disagreement
+from workers.clock import InputNudger, clock_disagreement, measure, timing_checks
 from workers.gpu_lock import device_key, gpu_lock
 from workers.timing import time_target
 from workers.verify import verify_kernel
@@ -80,6 +80,33 @@ def test_clock_disagreement_flags_events_that_miss_work() -> None:
     assert why is not None and "missed work" in why and "1 ms per call" in why
     # Work started after the end event (a thread, a late launch): the host waits for it, the events do not.
     assert clock_disagreement(event_ms=0.4, host_batch_ms=0.9, host_enqueue_ms=0.05) is not None
+
+
+def test_a_timing_stops_after_its_first_repetitions_when_slower_than_the_screen() -> None:
+    def call() -> None:
+        time.sleep(0.004)
+
+    budget = dict(dtype="bf16", shapes="small", warmup_ms=0, rep_ms=200, min_reps=10, max_reps=1000)
+    full = measure(call, "cpu", **budget, screen_above_ms=1000.0)  # faster than the screen: timed in full
+    stopped = measure(call, "cpu", **budget, screen_above_ms=1.0)
+    assert full.screened_above_ms is None and full.n >= 20
+    assert stopped.screened_above_ms == 1.0 and stopped.n == 3 and stopped.median_ms > 1.0  # the CPU's minimum
+    assert measure(call, "cpu", **budget).screened_above_ms is None
+    # The judge accepts a stop only above the screen it asked for.
+    assert [(c.name, c.passed) for c in timing_checks(stopped, 1.0)] == [("stopped_early_when_slower", True)]
+    for asked in (None, 0.5, 100.0):
+        assert [(c.name, c.passed) for c in timing_checks(stopped, asked)] == [("stopped_early_when_slower", False)]
+    assert timing_checks(full, 1000.0) == []
+
+
+def test_a_candidate_slower_than_the_screen_is_timed_briefly_in_its_process(scale_spec: RunSpec, tmp_path) -> None:
+    knobs = TimingKnobs(lock_dir=str(tmp_path), rep_ms=60_000.0, screen_above_ms=1e-6)  # a budget it never spends
+    verdict = verify_kernel(scale_spec, str(KERNELS / "good.py"), timing=knobs)
+    assert verdict.passed, verdict.reason
+    timing = verdict.timing
+    assert timing.status == "ok", timing.reason
+    assert timing.timing.screened_above_ms == 1e-6 and timing.timing.n == 3
+    assert ("stopped_early_when_slower", True) in [(c.name, c.passed) for c in timing.checks]
 
 
 def test_inputs_change_between_repetitions_and_are_put_back() -> None:

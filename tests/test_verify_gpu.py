@@ -61,6 +61,21 @@ def test_good_kernels_pass_and_time_on_gpu(name: str, gpu_spec: RunSpec) -> None
     assert verdict.timing.lock_wait_s >= 0 and "measured" in verdict.timing.steps_s
 
 
+def test_a_timing_slower_than_the_screen_stops_early_on_gpu(gpu_spec: RunSpec) -> None:
+    """Both timing paths stop after 10 repetitions above the screen, skip the host clock's cross-check,
+    and still check the repetitions' stream; the judge confirms the stop was above the screen."""
+    knobs = TimingKnobs(screen_above_ms=1e-6)
+    verdict = verify_kernel(gpu_spec, str(KERNELS / "good.py"), timing=knobs)
+    child = time_target(gpu_spec, str(KERNELS / "good.py"), screen_above_ms=1e-6)
+    for timing in (verdict.timing, child):
+        assert timing.status == "ok", timing.reason
+        t = timing.timing
+        assert t.screened_above_ms == 1e-6 and t.n == 10 and t.host_batch_ms is None and t.host_enqueue_ms is not None
+        checks = {c.name: c.passed for c in timing.checks}
+        assert checks["stopped_early_when_slower"] and checks["current_stream"] and "clocks_agree" not in checks
+    assert verify_kernel(gpu_spec, str(KERNELS / "good.py"), timing=TimingKnobs(screen_above_ms=1e6)).timing.timing.n > 10
+
+
 def test_a_kernel_that_dies_when_timed_fails_its_timing_on_gpu(gpu_spec: RunSpec) -> None:
     verdict = verify_kernel(gpu_spec, str(KERNELS / "exits_when_timed.py"), timing=TimingKnobs())
     assert verdict.passed and verdict.timing.status == "crashed", (verdict.reason, verdict.timing)

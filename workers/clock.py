@@ -64,10 +64,15 @@ def measure(
     min_reps: int,
     max_reps: int,
     between_reps: Callable[[], None] | None = None,
+    screen_above_ms: float | None = None,
 ) -> Timing:
     """Median, mean, std and min of ``fn``'s time in ms over budgeted repetitions. ``fn`` has run once.
 
-    ``between_reps`` runs before each timed repetition, off the clock (before the L2 flush on a GPU)."""
+    ``between_reps`` runs before each timed repetition, off the clock (before the L2 flush on a GPU).
+    ``screen_above_ms``: when the median of the first ``min_reps`` repetitions (after the warm-up) is above
+    it, the timing stops there (``Timing.screened_above_ms``), without the host clock's cross-check, which
+    only ever finds a call slower than its events say: a search passes the time a candidate must beat to
+    enter its beam, and a clear loser's exact time is not worth the GPU's measurement lock."""
     on_gpu = device.startswith("cuda")
     prepare = between_reps or (lambda: None)
     once = _cuda_rep(torch.device(device), prepare) if on_gpu else _cpu_rep(prepare)
@@ -79,16 +84,23 @@ def measure(
     margin_ms = _sync_margin_ms(once, torch.device(device), estimate) if on_gpu else 0.0
     n_warmup = _clamp(warmup_ms / max(estimate, 1e-3), 1, max_reps) if on_gpu else 0
     # Interpreter calls take up to seconds each: a handful is enough to label a CPU time.
-    n_rep = _clamp(rep_ms / max(estimate, 1e-3), min_reps if on_gpu else min(min_reps, 3), max_reps)
+    n_min = min_reps if on_gpu else min(min_reps, 3)
+    n_rep = _clamp(rep_ms / max(estimate, 1e-3), n_min, max_reps)
     for _ in range(n_warmup):
         fn()
-    reps = [once(fn) for _ in range(n_rep)]
+    reps: list[Rep] = []
+    screened = False
+    while len(reps) < n_rep and not screened:
+        reps.append(once(fn))
+        if screen_above_ms is not None and len(reps) == n_min < n_rep:
+            screened = statistics.median(_rep_ms(rep, margin_ms) for rep in reps) > screen_above_ms
     escaped = [gap > margin_ms + ESCAPE_MS for _, _, gap, _ in reps]
-    times = [device_ms if out else stream_ms for (stream_ms, device_ms, _, _), out in zip(reps, escaped, strict=True)]
+    times = [_rep_ms(rep, margin_ms) for rep in reps]
     host_batch_ms = host_enqueue_ms = None
     if on_gpu:
         host_enqueue_ms = statistics.median(enqueue for *_, enqueue in reps)
-        host_batch_ms = _host_batch_ms(fn, torch.device(device), statistics.median(times))
+        if not screened:
+            host_batch_ms = _host_batch_ms(fn, torch.device(device), statistics.median(times))
     return Timing(
         median_ms=statistics.median(times),
         mean_ms=statistics.fmean(times),
@@ -106,7 +118,14 @@ def measure(
         shapes=shapes,
         host_batch_ms=host_batch_ms,
         host_enqueue_ms=host_enqueue_ms,
+        screened_above_ms=screen_above_ms if screened else None,
     )
+
+
+def _rep_ms(rep: Rep, margin_ms: float) -> float:
+    """A repetition's time: to the stream's end, or to the device-wide end where work escaped the stream."""
+    stream_ms, device_ms, gap, _ = rep
+    return device_ms if gap > margin_ms + ESCAPE_MS else stream_ms
 
 
 def expected_measure_s(on_gpu: bool, call_s: float, *, warmup_ms: float, rep_ms: float, min_reps: int, max_reps: int) -> float:
@@ -146,20 +165,28 @@ def clock_disagreement(
     )
 
 
-def timing_checks(timing: Timing) -> list[CheckResult]:
+def timing_checks(timing: Timing, screen_above_ms: float | None = None) -> list[CheckResult]:
     """What a GPU timing says about the call it timed: the events agree with the host clock, and most
-    repetitions ended on the call's own stream. Nothing to check on the CPU."""
-    if not timing.on_gpu or timing.host_batch_ms is None or timing.host_enqueue_ms is None:
-        return []
-    why = clock_disagreement(timing.median_ms, timing.host_batch_ms, timing.host_enqueue_ms)
+    repetitions ended on the call's own stream; a timing stopped early (``screen_above_ms``, what the
+    caller asked for) was slower than that, as it must be to stop. Nothing to check on the CPU."""
+    checks = []
+    if timing.screened_above_ms is not None:
+        honest = screen_above_ms is not None and timing.screened_above_ms == screen_above_ms \
+            and timing.median_ms > screen_above_ms  # fmt: skip
+        checks.append(CheckResult(name="stopped_early_when_slower", passed=honest, detail="" if honest else (
+            f"the timing says it stopped early above {timing.screened_above_ms} ms at {timing.median_ms:.4g} ms; "
+            f"asked to stop above {screen_above_ms} ms")))  # fmt: skip
+    if not timing.on_gpu or timing.host_enqueue_ms is None:
+        return checks
+    if timing.host_batch_ms is not None:
+        why = clock_disagreement(timing.median_ms, timing.host_batch_ms, timing.host_enqueue_ms)
+        checks.append(CheckResult(name="clocks_agree", passed=why is None, detail=why or ""))
     on_stream = timing.device_end_n * 2 <= timing.n
-    return [
-        CheckResult(name="clocks_agree", passed=why is None, detail=why or ""),
-        CheckResult(name="current_stream", passed=on_stream, detail="" if on_stream else (
-            f"{timing.device_end_n} of {timing.n} repetitions ended on another stream after the call's own stream "
-            f"(median gap {timing.device_gap_ms or 0:.3g} ms; a call of the same length on one stream: at most "
-            f"{timing.sync_margin_ms or 0:.3g} ms): kernel_function left its work unordered with the caller's stream")),
-    ]  # fmt: skip
+    checks.append(CheckResult(name="current_stream", passed=on_stream, detail="" if on_stream else (
+        f"{timing.device_end_n} of {timing.n} repetitions ended on another stream after the call's own stream "
+        f"(median gap {timing.device_gap_ms or 0:.3g} ms; a call of the same length on one stream: at most "
+        f"{timing.sync_margin_ms or 0:.3g} ms): kernel_function left its work unordered with the caller's stream")))  # fmt: skip
+    return checks
 
 
 class InputNudger:

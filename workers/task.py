@@ -89,7 +89,7 @@ def out_of_gpu_memory(spec: RunSpec, passed: bool, reason: str) -> bool:
     return not passed and spec.device.startswith("cuda") and oom
 
 
-def verify_candidate(spec: RunSpec, path: str, seeds: list[int], slots: int) -> Verdict:
+def verify_candidate(spec: RunSpec, path: str, seeds: list[int], slots: int, screen_above_ms: float | None = None) -> Verdict:
     """Verify holding one of the GPU's ``slots`` verification places while the checks run; a kernel that
     passes is then timed in the same process, on the first seed's inputs (``Verdict.timing``), so a
     candidate starts one GPU process fewer. The timing gives the place up: held while it waits for the
@@ -99,8 +99,8 @@ def verify_candidate(spec: RunSpec, path: str, seeds: list[int], slots: int) -> 
     is run once more with the GPU to itself (no other job of any worker running; and the measurement
     lock inside the child), so memory pressure is not held against the kernel; a kernel that needs more
     memory than the GPU has fails the second time too. The workers' idle spares still hold their CUDA
-    contexts then, about 0.5 GB each."""
-    knobs = TimingKnobs(seed=seeds[0])
+    contexts then, about 0.5 GB each. ``screen_above_ms``: the timing stops early above it (``Task``)."""
+    knobs = TimingKnobs(seed=seeds[0], screen_above_ms=screen_above_ms)
     with gpu_memory(spec.device):
         verdict = verify_kernel(spec, path, seeds=seeds, timing=knobs, slots=slots)
     if not out_of_gpu_memory(spec, verdict.passed, verdict.reason):
@@ -110,14 +110,14 @@ def verify_candidate(spec: RunSpec, path: str, seeds: list[int], slots: int) -> 
     return again.model_copy(update={"retried_alone": True})
 
 
-def time_candidate(spec: RunSpec, path: str, seed: int, verdict: Verdict) -> TimingResult:
+def time_candidate(spec: RunSpec, path: str, seed: int, verdict: Verdict, screen_above_ms: float | None = None) -> TimingResult:
     """The timing taken after the verification, in the kernel's process. One that ran out of GPU memory
     while other jobs held theirs is taken again by the timing child, with the GPU to itself."""
     timing = verdict.timing or TimingResult(target=path, status="failed", reason="the verification took no timing")
     if not out_of_gpu_memory(spec, timing.status == "ok", timing.reason):
         return timing
     with gpu_memory(spec.device, alone=True):
-        return time_target(spec, path, seed=seed, exclusive=True)
+        return time_target(spec, path, seed=seed, exclusive=True, screen_above_ms=screen_above_ms)
 
 
 def profile_candidate(spec: RunSpec, path: str, seed: int) -> Profile:
@@ -149,7 +149,7 @@ def run_task(task: Task, ctx: WorkerContext) -> TaskResult:
     while True:
         path = ctx.kernel_file(f"{task.id}-v{len(tries)}", kernel)
         with stages("verify"):
-            verdict = verify_candidate(spec, path, seeds, config.verify_per_gpu)
+            verdict = verify_candidate(spec, path, seeds, config.verify_per_gpu, task.screen_above_ms)
         tries.append(VerifyTry(kernel=kernel, verdict=verdict))
         if verdict.passed or llm is None or len(tries) > config.refine_tries:
             break
@@ -167,7 +167,7 @@ def run_task(task: Task, ctx: WorkerContext) -> TaskResult:
                                 reflection=reflection, exchanges=_exchanges(llm), **common), stages)  # fmt: skip
 
     with stages("time"):
-        timing = time_candidate(spec, path, seeds[0], verdict)
+        timing = time_candidate(spec, path, seeds[0], verdict, task.screen_above_ms)
     gpu_s = _held_s(timing)
     ms = timing.timing.median_ms if timing.timing else None
     if ms is None:
@@ -180,6 +180,9 @@ def run_task(task: Task, ctx: WorkerContext) -> TaskResult:
     lesson = reflection.lesson if reflection else _tuner_lesson(kernel, parent.median_ms, ms)
     status, reason = ("suspect", f"{ms:.4f} ms is faster than the floor allows ({pct:.0f} % of floor)") if suspect \
         else ("ok", f"{ms:.4f} ms ({parent.median_ms / ms:.3f}x the parent)")  # fmt: skip
+    if timing.timing and timing.timing.screened_above_ms is not None:
+        reason += (f"; timing stopped after {timing.timing.n} repetitions, slower than the "
+                   f"{timing.timing.screened_above_ms:.4f} ms the beam asked for")  # fmt: skip
     return _done(TaskResult(status=status, reason=reason, timing=timing, pct_of_floor=pct, reflection=reflection,
                             lesson=lesson, exchanges=_exchanges(llm), gpu_measure_s=gpu_s, **common), stages)  # fmt: skip
 

@@ -130,8 +130,8 @@ class KernelWatch:
                     f"a call after the timed repetitions, on inputs changed at random places, gave a wrong answer: "
                     f"{problem}")  # fmt: skip
 
-    def check_timing(self, timing: Timing) -> None:
-        for check in timing_checks(timing):
+    def check_timing(self, timing: Timing, screen_above_ms: float | None) -> None:
+        for check in timing_checks(timing, screen_above_ms):
             self.record(check.name, check.passed, check.detail)
 
 
@@ -185,6 +185,7 @@ def _time_in_child(req: TimingRequest, alone: contextlib.ExitStack) -> TimingRes
                     timing = measure(
                         fn, spec.device, dtype=spec.dtype, shapes=spec.shapes, warmup_ms=req.warmup_ms,
                         rep_ms=req.rep_ms, min_reps=req.min_reps, max_reps=req.max_reps, between_reps=nudger,
+                        screen_above_ms=req.screen_above_ms,
                     )  # fmt: skip
             steps.end("measured")
             nudger.restore()
@@ -192,7 +193,7 @@ def _time_in_child(req: TimingRequest, alone: contextlib.ExitStack) -> TimingRes
                 watch.check_process("during the timed calls")
                 watch.check_output(fn)
                 watch.check_process("after the last call")
-                watch.check_timing(timing)
+                watch.check_timing(timing, req.screen_above_ms)
                 steps.end("checked")
     except Rejected as r:
         return TimingResult(

@@ -311,11 +311,11 @@ def time_after_checks(req: VerifyRequest, kernel: _Kernel, module: Any, pool: _S
             checks.steps.end("locked")
             expected_s = expected_measure_s(spec.device.startswith("cuda"), kernel.warm_call_s(), **budget)
             reply, _ = kernel.call(inputs, values, "timed", op="time", expected_s=expected_s, nudge_seed=seed,
-                                   dtype=spec.dtype, shapes=spec.shapes, budget=budget)  # fmt: skip
+                                   dtype=spec.dtype, shapes=spec.shapes, budget=budget | {"screen_above_ms": knobs.screen_above_ms})  # fmt: skip
         checks.steps.end("measured")
         timing = Timing.model_validate(reply["timing"])
         _check_evidence(reply, checks, "during the timed calls")
-        for check in timing_checks(timing):
+        for check in timing_checks(timing, knobs.screen_above_ms):
             checks.record(check.name, check.passed, check.detail)
         with pool:
             for t, p in zip(instance.inputs, probe, strict=True):
