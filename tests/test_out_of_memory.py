@@ -74,18 +74,19 @@ def test_other_failures_and_cpu_runs_are_not_retried(monkeypatch, cuda_spec, rea
 
 
 def test_an_out_of_memory_timing_is_run_again_alone(monkeypatch, cuda_spec, tmp_path) -> None:
-    """The timing taken after the verification ran out of memory: the timing child takes it again alone."""
+    """The timing taken after the verification ran out of memory: the timing child takes it again alone,
+    with the same screen."""
     calls = []
 
-    def fake_time(spec, path, *, seed, exclusive=False):
-        calls.append((exclusive, _memory_state(tmp_path)))
+    def fake_time(spec, path, *, seed, exclusive=False, screen_above_ms=None):
+        calls.append((exclusive, screen_above_ms, _memory_state(tmp_path)))
         return TimingResult(target=path, status="ok")
 
     monkeypatch.setattr(task, "time_target", fake_time)
     oom = TimingResult(target="k.py", status="failed", reason="OutOfMemoryError: CUDA out of memory.")
     passed = _verdict(True, "all checks passed")
-    assert task.time_candidate(cuda_spec, "k.py", 1, passed.model_copy(update={"timing": oom})).status == "ok"
-    assert calls == [(True, "alone")]
+    assert task.time_candidate(cuda_spec, "k.py", 1, passed.model_copy(update={"timing": oom}), 7.5).status == "ok"
+    assert calls == [(True, 7.5, "alone")]
     ok = TimingResult(target="k.py", status="ok")
     assert task.time_candidate(cuda_spec, "k.py", 1, passed.model_copy(update={"timing": ok})) == ok
     assert len(calls) == 1  # a timing that did not run out of memory is the one the verification took
