@@ -124,6 +124,14 @@ class TimingResult(Record):
                                       "(PTX less debug info, grids, arguments); None on CPU or when unknown")
     steps_s: dict[str, float] = Field({}, description="when each step of the job ended, in seconds from its "
                                       "start: where the time went")
+    retried_alone_after: str = Field("", description="a search's timing taken again with the GPU to itself: the "
+                                     "first try's status and reason (out of memory, or a check other jobs can fail)")
+
+    @property
+    def median_ms(self) -> float | None:
+        """The time to rank by: only a timing that passed its checks has one. A failed timing's numbers
+        (a wrong answer after the timed calls, clocks that disagree) are kept as evidence, not as a time."""
+        return self.timing.median_ms if self.status == "ok" and self.timing is not None else None
 
 
 class VerifyRequest(Record):
@@ -193,8 +201,7 @@ class BenchRow(Record):
 
     @property
     def median_ms(self) -> float | None:
-        ok = self.timing is not None and self.timing.status == "ok" and self.timing.timing is not None
-        return self.timing.timing.median_ms if ok else None
+        return self.timing.median_ms if self.timing is not None else None
 
 
 class BenchReport(Record):

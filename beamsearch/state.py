@@ -97,14 +97,14 @@ class TaskResult(Record):
 
     @property
     def median_ms(self) -> float | None:
-        if self.timing is None or self.timing.timing is None:
-            return None
-        return self.timing.timing.median_ms
+        """Only from a timing that passed its checks (``TimingResult.median_ms``)."""
+        return self.timing.median_ms if self.timing is not None else None
 
     @property
     def screened(self) -> bool:
-        """Its timing stopped early: too slow to enter the beam (``Task.screen_above_ms``)."""
-        return self.timing is not None and self.timing.timing is not None and self.timing.timing.screened_above_ms is not None
+        """Its timing passed, and stopped early: too slow to enter the beam (``Task.screen_above_ms``)."""
+        t = self.timing
+        return t is not None and t.median_ms is not None and t.timing.screened_above_ms is not None
 
     @property
     def compiled_hash(self) -> str | None:

@@ -12,7 +12,7 @@ of the rounds' wall time after their last candidate, when only profiles of the b
 (profiles taken while tasks ran are not in it; runs before 2026-11-24 profiled only after the round,
 so their share is all of the profiling); `unused profiles`, those of kernels the beam did not keep
 after all; `screened`, candidates whose timing stopped after its first repetitions, too slow to enter
-the beam; `locked s/timing`, the mean seconds a timing held the lock.
+the beam; `locked s/full timing` and `locked s/screened timing`, the mean seconds a timing held the lock.
 Near 100 % together, the GPU's measurement is the limit; far below, the GPU mostly waits on processes
 starting, compiles and checks.
 
@@ -74,9 +74,14 @@ def stats(run: Path, gpus: int, rounds: list[RoundRecord], results: list[TaskRes
         "profiling share %": 100 * sum(r.profile_wall_s for r in rounds) / search_s,
         "unused profiles": sum(r.profiles_unused for r in rounds),
         "screened": sum(r.screened for r in results),
-        "locked s/timing": statistics.fmean(timed) if (timed := [locked_s(r) for r in results if locked_s(r)]) else 0.0,
+        "locked s/full timing": _mean([locked_s(r) for r in results if locked_s(r) and not r.screened]),
+        "locked s/screened timing": _mean([locked_s(r) for r in results if locked_s(r) and r.screened]),
         **{f"{k} s/cand": v / max(1, n) for k, v in sorted(stage_s.items())},
     }
+
+
+def _mean(values: list[float]) -> float:
+    return statistics.fmean(values) if values else 0.0
 
 
 def locked_s(result: TaskResult) -> float:

@@ -6,7 +6,14 @@ import json
 
 import pytest
 
-from beamsearch.beam import code_hash, mark_duplicate, mark_same_compiled, plan_round, screen_above_ms, select_beam
+from beamsearch.beam import (
+    code_hash,
+    mark_duplicate,
+    mark_same_compiled,
+    plan_round,
+    screen_above_ms,
+    select_beam,
+)
 from beamsearch.config import SearchConfig, load_config_file
 from beamsearch.schema import Kernel, RunSpec, TimingResult
 from beamsearch.state import BeamEntry, BeamState, TaskResult

@@ -1,5 +1,6 @@
 """Running out of GPU memory beside other workers is not the kernel's fault: the verification or timing
-is run again once with the GPU to itself (its memory lock alone, and the measurement lock in the child)."""
+is run again once with the GPU to itself (its memory lock alone, and the measurement lock in the child).
+So is a timing check that other workers' GPU work can fail."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import time
 
 import pytest
 
-from beamsearch.schema import RunSpec, TimingResult, Verdict
+from beamsearch.schema import CheckResult, RunSpec, TimingResult, Verdict
 from tests.conftest import KERNELS
 from workers import task
 from workers.gpu_lock import gpu_lock, gpu_memory
@@ -142,3 +143,35 @@ def test_an_exclusive_child_waits_for_the_measurement_lock(stage: str, scale_spe
     assert blocked.status == "timeout", blocked.reason
     done = run(timeout_s=120)
     assert done.status == "ok", done.reason
+
+
+def _failed_timing(*failed_checks: str) -> TimingResult:
+    checks = [CheckResult(name="harness_intact", passed=True)]
+    checks += [CheckResult(name=name, passed=False, detail="d") for name in failed_checks]
+    return TimingResult(target="k.py", status="failed", reason=f"{failed_checks[0]}: d", checks=checks)
+
+
+def test_a_timing_failing_a_check_other_jobs_can_fail_is_taken_again_alone(monkeypatch, cuda_spec, tmp_path) -> None:
+    """Other workers' verifications share the GPU while a candidate is timed: their kernels can make the
+    events and the host clock disagree, or delay the device-wide end. Such a failure is retried alone,
+    and the second timing counts; a wrong answer after the timed calls is the kernel's own and is not."""
+    calls = []
+
+    def fake_time(spec, path, *, seed, exclusive=False, screen_above_ms=None):
+        calls.append((exclusive, screen_above_ms, _memory_state(tmp_path)))
+        return TimingResult(target=path, status="ok")
+
+    monkeypatch.setattr(task, "time_target", fake_time)
+    passed = _verdict(True, "all checks passed")
+    for checks in (("current_stream",), ("clocks_agree",)):
+        first = _failed_timing(*checks)
+        again = task.time_candidate(cuda_spec, "k.py", 1, passed.model_copy(update={"timing": first}), 6.0)
+        assert again.status == "ok" and again.retried_alone_after == f"failed: {checks[0]}: d"
+    assert calls == [(True, 6.0, "alone")] * 2
+    for checks in (("output_after_timing",), ("current_stream", "output_after_timing")):
+        first = _failed_timing(*checks)
+        assert task.time_candidate(cuda_spec, "k.py", 1, passed.model_copy(update={"timing": first})) == first
+    cpu = cuda_spec.model_copy(update={"device": "cpu"})
+    first = _failed_timing("clocks_agree")
+    assert task.time_candidate(cpu, "k.py", 1, passed.model_copy(update={"timing": first})) == first
+    assert len(calls) == 2

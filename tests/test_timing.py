@@ -93,10 +93,19 @@ def test_a_timing_stops_after_its_first_repetitions_when_slower_than_the_screen(
     assert stopped.screened_above_ms == 1.0 and stopped.n == 3 and stopped.median_ms > 1.0  # the CPU's minimum
     assert measure(call, "cpu", **budget).screened_above_ms is None
     # The judge accepts a stop only above the screen it asked for.
-    assert [(c.name, c.passed) for c in timing_checks(stopped, 1.0)] == [("stopped_early_when_slower", True)]
+    assert [(c.name, c.passed) for c in timing_checks(stopped, "cpu", 1.0)] == [("stopped_early_when_slower", True)]
     for asked in (None, 0.5, 100.0):
-        assert [(c.name, c.passed) for c in timing_checks(stopped, asked)] == [("stopped_early_when_slower", False)]
-    assert timing_checks(full, 1000.0) == []
+        assert [(c.name, c.passed) for c in timing_checks(stopped, "cpu", asked)] == [("stopped_early_when_slower", False)]
+    assert timing_checks(full, "cpu", 1000.0) == []
+    # From the kernel's process, a GPU timing must say it ran on the GPU and carry the host clock's
+    # cross-check, unless it stopped early.
+    assert [(c.name, c.passed) for c in timing_checks(full, "cuda")] == [("timed_on_the_gpu", False)]
+    gpu = full.model_copy(update={"on_gpu": True, "host_enqueue_ms": 0.01, "host_batch_ms": full.median_ms})
+    assert all(c.passed for c in timing_checks(gpu, "cuda"))
+    unchecked = gpu.model_copy(update={"host_batch_ms": None})
+    assert ("host_clock_reported", False) in [(c.name, c.passed) for c in timing_checks(unchecked, "cuda")]
+    screened = unchecked.model_copy(update={"screened_above_ms": 1.0})
+    assert all(c.passed for c in timing_checks(screened, "cuda", 1.0))
 
 
 def test_a_candidate_slower_than_the_screen_is_timed_briefly_in_its_process(scale_spec: RunSpec, tmp_path) -> None:

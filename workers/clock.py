@@ -165,20 +165,26 @@ def clock_disagreement(
     )
 
 
-def timing_checks(timing: Timing, screen_above_ms: float | None = None) -> list[CheckResult]:
-    """What a GPU timing says about the call it timed: the events agree with the host clock, and most
-    repetitions ended on the call's own stream; a timing stopped early (``screen_above_ms``, what the
-    caller asked for) was slower than that, as it must be to stop. Nothing to check on the CPU."""
+def timing_checks(timing: Timing, device: str, screen_above_ms: float | None = None) -> list[CheckResult]:
+    """What a timing says about the call it timed, from the kernel's own process, so checked: it ran on the
+    GPU asked for; on a GPU, it has the host clock's cross-check (only a timing stopped early may skip it),
+    the events agree with the host clock, and most repetitions ended on the call's own stream; a timing
+    stopped early (``screen_above_ms``, what the caller asked for) was slower than that, as it must be."""
     checks = []
+    if device.startswith("cuda") and not timing.on_gpu:
+        checks.append(CheckResult(name="timed_on_the_gpu", passed=False, detail=f"asked for {device}, timed on the CPU"))
     if timing.screened_above_ms is not None:
         honest = screen_above_ms is not None and timing.screened_above_ms == screen_above_ms \
             and timing.median_ms > screen_above_ms  # fmt: skip
         checks.append(CheckResult(name="stopped_early_when_slower", passed=honest, detail="" if honest else (
             f"the timing says it stopped early above {timing.screened_above_ms} ms at {timing.median_ms:.4g} ms; "
             f"asked to stop above {screen_above_ms} ms")))  # fmt: skip
-    if not timing.on_gpu or timing.host_enqueue_ms is None:
+    if not timing.on_gpu:
         return checks
-    if timing.host_batch_ms is not None:
+    missing = timing.host_enqueue_ms is None or (timing.host_batch_ms is None and timing.screened_above_ms is None)
+    checks.append(CheckResult(name="host_clock_reported", passed=not missing, detail="" if not missing else
+                              "the timing reported no host-clock cross-check of its events"))  # fmt: skip
+    if timing.host_batch_ms is not None and timing.host_enqueue_ms is not None:
         why = clock_disagreement(timing.median_ms, timing.host_batch_ms, timing.host_enqueue_ms)
         checks.append(CheckResult(name="clocks_agree", passed=why is None, detail=why or ""))
     on_stream = timing.device_end_n * 2 <= timing.n

@@ -130,8 +130,8 @@ class KernelWatch:
                     f"a call after the timed repetitions, on inputs changed at random places, gave a wrong answer: "
                     f"{problem}")  # fmt: skip
 
-    def check_timing(self, timing: Timing, screen_above_ms: float | None) -> None:
-        for check in timing_checks(timing, screen_above_ms):
+    def check_timing(self, timing: Timing, device: str, screen_above_ms: float | None) -> None:
+        for check in timing_checks(timing, device, screen_above_ms):
             self.record(check.name, check.passed, check.detail)
 
 
@@ -193,7 +193,7 @@ def _time_in_child(req: TimingRequest, alone: contextlib.ExitStack) -> TimingRes
                 watch.check_process("during the timed calls")
                 watch.check_output(fn)
                 watch.check_process("after the last call")
-                watch.check_timing(timing, req.screen_above_ms)
+                watch.check_timing(timing, spec.device, req.screen_above_ms)
                 steps.end("checked")
     except Rejected as r:
         return TimingResult(

@@ -315,7 +315,7 @@ def time_after_checks(req: VerifyRequest, kernel: _Kernel, module: Any, pool: _S
         checks.steps.end("measured")
         timing = Timing.model_validate(reply["timing"])
         _check_evidence(reply, checks, "during the timed calls")
-        for check in timing_checks(timing, knobs.screen_above_ms):
+        for check in timing_checks(timing, spec.device, knobs.screen_above_ms):
             checks.record(check.name, check.passed, check.detail)
         with pool:
             for t, p in zip(instance.inputs, probe, strict=True):
