@@ -27,6 +27,11 @@ C)
   WORKERS=6 search screen-6-workers 230
   COMMON="--problem 43 --quiet"; ROUNDS=8 search eight-by-four 200
   ;;
+E)
+  search screen-fixed 270
+  timeout 250 python -m pytest -q -m gpu tests/test_verify_gpu.py -k "screen or good_kernels or dies or spins or gives" > "$OUT/pytest_gpu_timing.log" 2>&1; tail -n 3 "$OUT/pytest_gpu_timing.log"
+  COMMON="--problem 43 --quiet"; ROUNDS=8 search eight-by-four-fixed 200
+  ;;
 esac
 python scripts/search_stats.py $(ls -d $RUNS/*/) --steps > "$OUT/throughput.txt" 2>&1; head -c 6000 "$OUT/throughput.txt"
 tar -czf "$OUT/runs.tgz" -C "$OUT" runs && rm -rf "$RUNS"
