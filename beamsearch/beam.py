@@ -110,5 +110,7 @@ def screen_above_ms(beam: list[BeamEntry], results: list[TaskResult], width: int
     """``ratio`` times the slowest kernel the beam would keep if the round ended now, or None while that
     beam would not be full (any timed candidate would enter it). The beam only gets faster as results come
     in, so a candidate timed slower than this cannot enter it; the margin covers a timing's noise."""
-    kept = select_beam(beam, results, width) if ratio is not None else []
-    return kept[-1].median_ms * ratio if ratio is not None and len(kept) == width else None
+    if ratio is None:
+        return None
+    kept = select_beam(beam, results, width)
+    return kept[-1].median_ms * ratio if len(kept) == width else None

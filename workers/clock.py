@@ -94,7 +94,7 @@ def measure(
         reps.append(once(fn))
         if screen_above_ms is not None and len(reps) == n_min < n_rep:
             screened = statistics.median(_rep_ms(rep, margin_ms) for rep in reps) > screen_above_ms
-    escaped = [gap > margin_ms + ESCAPE_MS for _, _, gap, _ in reps]
+    escaped = [_escaped(rep, margin_ms) for rep in reps]
     times = [_rep_ms(rep, margin_ms) for rep in reps]
     host_batch_ms = host_enqueue_ms = None
     if on_gpu:
@@ -122,10 +122,15 @@ def measure(
     )
 
 
+def _escaped(rep: Rep, margin_ms: float) -> bool:
+    """The device-wide end came later than the host's own wake-up explains: work escaped the stream."""
+    return rep[2] > margin_ms + ESCAPE_MS
+
+
 def _rep_ms(rep: Rep, margin_ms: float) -> float:
     """A repetition's time: to the stream's end, or to the device-wide end where work escaped the stream."""
-    stream_ms, device_ms, gap, _ = rep
-    return device_ms if gap > margin_ms + ESCAPE_MS else stream_ms
+    stream_ms, device_ms, _, _ = rep
+    return device_ms if _escaped(rep, margin_ms) else stream_ms
 
 
 def expected_measure_s(on_gpu: bool, call_s: float, *, warmup_ms: float, rep_ms: float, min_reps: int, max_reps: int) -> float:
