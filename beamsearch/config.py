@@ -25,10 +25,20 @@ class SearchConfig(Record):
     beam_width: int = Field(2, ge=1, description="kernels kept between rounds; 1 is greedy search")
     directions: int = Field(2, ge=1, description="tasks per parent per round (bottlenecks, or tuner proposals); a round has beam width x "
                             "directions tasks, shared out over fewer parents while the beam is short")
-    llm: str | None = Field(None, description="litellm model string; none: the offline tuner")
-    api_base: str | None = None
-    api_key_env: str | None = Field(None, description="env var holding the model's API key; none: litellm's usual ones")
-    llm_timeout_s: float = Field(120.0, gt=0, description="per LLM request attempt")
+    llm: str | None = Field(None, description="litellm model string (openai/NAME for an OpenAI-compatible server, "
+                            "ollama/NAME, anthropic/NAME, ...); none: the offline tuner")
+    api_base: str | None = Field(None, description="the model server's address, with /v1 for OpenAI-compatible "
+                                 "servers (http://127.0.0.1:8000/v1); none: the provider's default")
+    api_key_env: str | None = Field(None, description="env var holding the model's API key (read by the driver, "
+                                    "passed to the workers); none: litellm's usual ones, or no key for a local server")
+    llm_timeout_s: float = Field(120.0, gt=0, description="seconds per LLM request attempt")
+    llm_retries: int = Field(2, ge=0, description="retries of a request after a timeout, 429 or 5xx, with backoff")
+    llm_concurrency: int = Field(4, ge=1, description="LLM requests in flight at once, across all workers of the run")
+    temperature: float = Field(0.2, ge=0, description="the model's sampling temperature")
+    max_tokens: int = Field(8192, ge=256, description="the most tokens a reply may have")
+    on_model_lost: Literal["stop", "offline"] = Field("stop", description="when the model stops answering mid-run: "
+                                                      "stop (exit 1, resumable with --resume) or go on with the "
+                                                      "offline tuner")
     replay: str | None = Field(None, description="a recorded trace folder to re-propose from, instead of a model")
     device: str = Field("auto", description="auto, cpu, cuda")
     shapes: Literal["auto"] | ShapeSet = "auto"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable
 
 from rich.console import Console
@@ -25,7 +26,9 @@ class Display:
         self.round = 0
         self.tasks = 0
         self.done = 0
-        self.failed = 0
+        self.not_ok: Counter[str] = Counter()  # this round's candidates by status, other than ok
+        self.tokens = 0
+        self.cost_usd = 0.0
         self.best_ms: float | None = None
         self.speedup: float | None = None
         self.started = time.time()
@@ -39,22 +42,27 @@ class Display:
         self.log(record)
         if self.quiet:
             print(json.dumps(record, default=str), file=sys.stdout, flush=True)
-        elif kind in ("start", "baseline", "retime", "interrupted", "resume", "worker_lost", "task_timeout"):
+        elif kind in ("start", "baseline", "retime", "interrupted", "resume", "worker_lost", "task_timeout", "model_lost"):
             self.console.print(f"[bold]{kind}[/]: " + ", ".join(f"{k}={_short(v)}" for k, v in data.items()))
         self._refresh()
 
     def round_start(self, round_: int, tasks: int, reused: int) -> None:
-        self.round, self.tasks, self.done, self.failed = round_, tasks, reused, 0
+        self.round, self.tasks, self.done, self.not_ok = round_, tasks, reused, Counter()
         self.event("round_start", round=round_, tasks=tasks, reused=reused)
 
     def candidate(self, r: TaskResult) -> None:
         self.done += 1
-        self.failed += r.status == "failed"
-        self.event("candidate", id=r.task_id, parent=r.parent_id, status=r.status, reason=r.reason[:200],
-                   median_ms=r.median_ms, worker=r.worker, stage_s={k: round(v, 2) for k, v in r.stage_s.items()})  # fmt: skip
-        if not self.quiet and self.live is None:
+        if r.status != "ok":
+            self.not_ok[r.status] += 1
+        self.tokens += r.tokens
+        self.cost_usd += r.cost_usd
+        self.event("candidate", id=r.task_id, parent=r.parent_id, status=r.status, reason=r.reason[:400],
+                   median_ms=r.median_ms, worker=r.worker, tokens=r.tokens, cost_usd=r.cost_usd,
+                   stage_s={k: round(v, 2) for k, v in r.stage_s.items()})  # fmt: skip
+        if not self.quiet:  # above the live panel in a terminal (rich keeps the panel at the bottom)
             ms = f"{r.median_ms:.4f} ms" if r.median_ms else "-"
-            self.console.print(f"  {r.task_id:<10} {r.status:<11} {ms:>12}  {r.reason[:90]}")
+            self.console.print(f"  {r.task_id:<10} {r.status:<11} {ms:>12}  {r.reason[:240]}", markup=False,
+                               highlight=False)  # fmt: skip
 
     def round_end(self, record: RoundRecord, speedup: float | None) -> None:
         self.best_ms, self.speedup = record.running_best_ms, speedup
@@ -62,8 +70,10 @@ class Display:
         if not self.quiet:
             best = f"{record.running_best_ms:.4f} ms" if record.running_best_ms else "-"
             x = f" ({speedup:.2f}x the input)" if speedup else ""
-            self.console.print(f"[bold]round {record.round}[/]: {record.ok}/{record.tasks} ok, {record.failed} failed, "
-                               f"best so far {best}{x}, {record.wall_s:.0f} s")  # fmt: skip
+            not_ok = ", ".join(f"{n} {status}" for status, n in sorted(self.not_ok.items())) or "none"
+            spent = f", {record.tokens} tokens (${record.cost_usd:.4f})" if record.tokens else ""
+            self.console.print(f"[bold]round {record.round}[/]: {record.ok}/{record.tasks} ok (not ok: {not_ok}), "
+                               f"best so far {best}{x}, {record.wall_s:.0f} s{spent}")  # fmt: skip
 
     def finish(self, summary: Summary) -> None:
         self.event("finish", best_id=summary.best_id, best_ms=summary.best_ms, speedup_vs_input=summary.speedup_vs_input,
@@ -84,12 +94,12 @@ class Display:
 
     def _panel(self) -> Table:
         table = Table(title="beamsearch", show_header=True)
-        for col in ("round", "running", "done", "failed", "best ms", "speedup", "elapsed"):
+        for col in ("round", "running", "done", "not ok", "best ms", "speedup", "tokens", "elapsed"):
             table.add_column(col, justify="right")
         running = max(0, self.tasks - self.done)
-        table.add_row(str(self.round), str(running), str(self.done), str(self.failed),
+        table.add_row(str(self.round), str(running), str(self.done), str(sum(self.not_ok.values())),
                       f"{self.best_ms:.4f}" if self.best_ms else "-", f"{self.speedup:.2f}x" if self.speedup else "-",
-                      f"{time.time() - self.started:.0f} s")  # fmt: skip
+                      str(self.tokens), f"{time.time() - self.started:.0f} s")  # fmt: skip
         return table
 
 
@@ -105,6 +115,8 @@ def _summary_table(s: Summary) -> Table:
         comparable = label == "input kernel" or on_gpu
         x = f"{ms / s.best_ms:.2f}x faster" if ms and s.best_ms and label != "best kernel" and comparable else ""
         table.add_row(label, f"{ms:.4f}" if ms else "-", x)
+    if s.tokens:
+        table.add_row("model use", f"{s.tokens} tokens", f"${s.cost_usd:.4f}")
     if not on_gpu:
         table.caption = "CPU run: kernels ran in Triton's interpreter, so only the ratio to the input kernel means anything"
     elif s.pct_of_floor is not None and s.floor:

@@ -7,6 +7,7 @@
         input_ncu_metrics.json  bottleneck_prompt.txt  bottleneck_response.txt  strategy.json
         opt_prompt.txt  opt_reply.txt  reflexion.txt  optimized_ncu_metrics.json  kernel.py
         benchmark_results.json  round.json (RoundRecord)
+        llm_calls.txt                             one line per model request: status, time, tokens, cost, why unused
     <out>/optimization_trace/round_N/candidates/<id>/   the same for every candidate, plus result.json
                                                   (the whole TaskResult) and verification.json
     <out>/optimized_kernel_beam_search.py, <out>/summary.json   at the end
@@ -23,6 +24,7 @@ from pathlib import Path
 
 from beamsearch.schema import Profile
 from beamsearch.state import BeamState, RoundRecord, Summary, TaskResult
+from workers.proposers.llm import Exchange
 
 TRACE_DIR = "optimization_trace"
 STATE_FILE = "state.json"
@@ -119,7 +121,7 @@ def published_files(result: TaskResult, problem: str) -> dict[str, str]:
     diagnose = [e for e in result.exchanges if e.purpose in ("diagnose", "repair")]
     if diagnose:
         files["bottleneck_prompt.txt"] = diagnose[-1].prompt
-        files["bottleneck_response.txt"] = diagnose[-1].call.text
+        files["bottleneck_response.txt"] = _reply_text(diagnose[-1])
     if result.diagnosis is not None:
         chosen = _rotated(result.diagnosis.bottlenecks, result.direction)
         files["strategy.json"] = json.dumps([b.model_dump() for b in chosen], indent=2)
@@ -128,9 +130,11 @@ def published_files(result: TaskResult, problem: str) -> dict[str, str]:
     optimize = [e for e in result.exchanges if e.purpose in ("optimize", "refine")]
     if optimize:
         files["opt_prompt.txt"] = optimize[-1].prompt
-        files["opt_reply.txt"] = optimize[-1].call.text
+        files["opt_reply.txt"] = _reply_text(optimize[-1])
     elif result.kernel is not None:
         files["opt_reply.txt"] = f"({result.kernel.origin} proposal) {result.kernel.note}\n"
+    if result.exchanges:
+        files["llm_calls.txt"] = "".join(_call_line(e) for e in result.exchanges)
     if result.reflection is not None:
         files["reflexion.txt"] = result.reflection.model_dump_json(indent=2)
     elif result.lesson:
@@ -143,6 +147,19 @@ def published_files(result: TaskResult, problem: str) -> dict[str, str]:
         files["verification.json"] = json.dumps([t.verdict.model_dump(mode="json") for t in result.tries], indent=1)
     files["benchmark_results.json"] = json.dumps(benchmark_json(result, problem), indent=2)
     return files
+
+
+def _reply_text(exchange: Exchange) -> str:
+    """The model's reply; where there was none (timeout, HTTP error), what happened instead."""
+    return exchange.call.text or f"(no reply: {exchange.parse_error or exchange.call.status})\n"
+
+
+def _call_line(e: Exchange) -> str:
+    """One line per request: what it was for, what came back, what it cost, and why it was not used."""
+    c = e.call
+    line = (f"{e.purpose:<9} {c.status:<12} {c.latency_s:6.1f} s  {c.attempts} attempt(s)  "
+            f"{c.prompt_tokens}+{c.completion_tokens} tokens  ${c.cost_usd:.4f}")  # fmt: skip
+    return line + (f"  not used: {e.parse_error}" if e.parse_error else "") + "\n"
 
 
 def ncu_json(profile: Profile) -> str:

@@ -306,24 +306,25 @@ def diagnose(parent: BeamEntry, profile: Profile | None, roofline: Roofline | No
     if parent.diagnosis is not None and parent.diagnosis.source == wanted:
         return parent.diagnosis
     key = (parent.kernel.hash, wanted)
-    if key not in ctx.diagnoses:
-        if llm is None:
-            ctx.diagnoses[key] = rules_diagnosis(roofline)
-        else:
-            ctx.diagnoses[key] = llm.diagnose(parent.kernel, peaks=_peaks(spec, profile), profile=profile,
-                                              roofline=roofline, floor=floor, measured_ms=parent.median_ms)  # fmt: skip
-    return ctx.diagnoses[key]
+    if key in ctx.diagnoses:
+        return ctx.diagnoses[key]
+    if llm is None:
+        diagnosis = rules_diagnosis(roofline)
+    else:
+        diagnosis = llm.diagnose(parent.kernel, peaks=_peaks(spec, profile), profile=profile, roofline=roofline,
+                                 floor=floor, measured_ms=parent.median_ms)  # fmt: skip
+    # a model's failed diagnosis (the rules' stand-in) is not kept: the next task asks the model again
+    if diagnosis.source == wanted:
+        ctx.diagnoses[key] = diagnosis
+    return diagnosis
 
 
 def propose(task: Task, diagnosis: Diagnosis, llm: LLMProposer | None) -> Kernel | None:
     """The task's one proposal: direction d is the d-th bottleneck for a model, the d-th proposal otherwise."""
     config, d = task.config, task.direction
     if llm is not None:
-        bottlenecks = diagnosis.bottlenecks
-        if bottlenecks:
-            k = d % len(bottlenecks)
-            diagnosis = diagnosis.model_copy(update={"bottlenecks": bottlenecks[k:] + bottlenecks[:k]})
-        kernels = llm.propose(task.parent.kernel, diagnosis, task.history)
+        kernels = llm.propose(task.parent.kernel, diagnosis, task.history, direction=d,
+                              measured_ms=task.parent.median_ms, floor=task.floor)  # fmt: skip
         return kernels[0] if kernels else None
     if config.replay:
         proposer = ReplayProposer(config.replay)
@@ -336,7 +337,9 @@ def propose(task: Task, diagnosis: Diagnosis, llm: LLMProposer | None) -> Kernel
 
 def llm_config(config: SearchConfig) -> LLMConfig:
     return LLMConfig(model=config.llm, api_base=config.api_base, api_key_env=config.api_key_env,
-                     timeout_s=config.llm_timeout_s)  # fmt: skip
+                     timeout_s=config.llm_timeout_s, max_retries=config.llm_retries,
+                     max_concurrency=config.llm_concurrency, temperature=config.temperature,
+                     max_tokens=config.max_tokens)  # fmt: skip
 
 
 def make_llm(config: SearchConfig, spec: RunSpec) -> LLMProposer:
@@ -370,7 +373,8 @@ def _tuner_lesson(kernel: Kernel, parent_ms: float, ms: float) -> str:
 
 def _no_proposal_reason(config, llm) -> str:
     if llm is not None:
-        return "the model gave no usable new kernel (see the exchanges)"
+        why = "; ".join(llm.no_kernel_reasons) or "no reason recorded"
+        return f"the model gave no usable new kernel: {why}"
     if config.replay:
         return "the recorded run has no kernel for this round and direction"
     return "the tuner has no untried knob setting in this direction"

@@ -2,8 +2,10 @@
 
 Every exchange (purpose, prompt, the LLMCall with reply, tokens, cost and latency, and any parse
 error) is kept in ``exchanges`` for the trace; the caller drains it. Nothing here raises for what the
-model does: a timeout, an error status or an unusable reply leaves a recorded exchange and no kernel.
+model does: a timeout, an error status or an unusable reply leaves a recorded exchange and no kernel,
+and ``no_kernel_reasons`` says in a line why (for the console, not only the trace).
 A diagnosis whose JSON does not parse gets one repair request, then falls back to the roofline rules.
+A rewrite that repeats the parent or an earlier candidate is asked for once more, saying so.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from prompts.builders import (
 )
 from prompts.parsers import ReplyParseError, extract_kernel, parse_diagnosis, parse_reflection, repair_prompt
 from prompts.records import Reflection
+from prompts.templates import render_template
 from workers.llm_client import LLMCall, LLMClient
 from workers.proposers.rules import rules_diagnosis
 
@@ -45,6 +48,25 @@ class DiagnosisReply(Record):
     also takes the bare array the prompt asks for)."""
 
     bottlenecks: list[Bottleneck]
+
+
+# Directions when neither the model nor the roofline names a bottleneck (no profile: CPU runs, no ncu):
+# distinct asks, so two directions do not send the same prompt and get the same kernel back.
+GENERIC_TARGETS = [
+    Bottleneck(category="memory", summary="no profile: move fewer bytes, in wider and coalesced accesses"),
+    Bottleneck(category="underutilized", summary="no profile: more work in flight (block sizes, warps, stages)"),
+    Bottleneck(category="compute", summary="no profile: fewer instructions per output element"),
+]
+NO_CALL_STATUSES = frozenset({"timeout", "rate_limited", "server_error", "auth_error"})
+
+
+def model_unreachable(exchanges: list[Exchange]) -> str:
+    """The last reason when a task's every request for a kernel (optimize, refine) got no reply at all,
+    after the client's retries: the sign of a model lost mid-run. Empty when any was answered."""
+    asks = [e for e in exchanges if e.purpose in ("optimize", "refine")]
+    if not asks or any(e.call.status not in NO_CALL_STATUSES for e in asks):
+        return ""
+    return f"{asks[-1].call.status}: {asks[-1].call.reason}"
 
 
 class Exchange(Record):
@@ -65,6 +87,7 @@ class LLMProposer:
         self.dtype = dtype
         self.template_dir = template_dir
         self.exchanges: list[Exchange] = []
+        self.no_kernel_reasons: list[str] = []  # why the last propose() or refine() gave no kernel
 
     def diagnose(self, kernel: Kernel, *, peaks: Peaks, profile: Profile | None, roofline: Roofline | None,
                  floor: Floor | None, measured_ms: float | None, max_bottlenecks: int = 2) -> Diagnosis:  # fmt: skip
@@ -89,25 +112,40 @@ class LLMProposer:
         log.warning("LLM diagnosis failed; falling back to the roofline rules")
         return rules_diagnosis(roofline)
 
-    def propose(self, parent: Kernel, diagnosis: Diagnosis, history: list[Attempt]) -> list[Kernel]:
-        targets = diagnosis.bottlenecks or rules_diagnosis(diagnosis.roofline).bottlenecks or [None]
-        tried = {a.kernel_hash for a in history} | {parent.hash}
+    def propose(self, parent: Kernel, diagnosis: Diagnosis, history: list[Attempt], *, direction: int = 0,
+                measured_ms: float | None = None, floor: Floor | None = None) -> list[Kernel]:  # fmt: skip
+        """``per_call`` rewrites, the i-th aimed at bottleneck ``direction + i``; ``measured_ms`` and ``floor``
+        (the parent's) go in the prompt. A repeat of the parent or of an earlier attempt is asked for
+        once more, saying so; ``no_kernel_reasons`` says why a request gave no kernel."""
+        targets = diagnosis.bottlenecks or rules_diagnosis(diagnosis.roofline).bottlenecks or GENERIC_TARGETS
+        tried = {a.kernel_hash: f"an earlier attempt ({a.note[:80]})" for a in history}
+        tried[parent.hash] = "its parent kernel"
+        self.no_kernel_reasons = []
         out: list[Kernel] = []
         for i in range(self.per_call):
-            bottleneck = targets[i % len(targets)]
+            bottleneck = targets[(direction + i) % len(targets)]
             prompt = build_optimization_prompt(
-                problem_source=self.problem_source, kernel_source=parent.source,
-                bottleneck=bottleneck or Bottleneck(category="underutilized", summary="no diagnosis: make it faster"),
-                attempts=history, dtype=self.dtype, template_dir=self.template_dir,
+                problem_source=self.problem_source, kernel_source=parent.source, bottleneck=bottleneck,
+                attempts=history, measured_ms=measured_ms, floor=floor, dtype=self.dtype, template_dir=self.template_dir,
             )  # fmt: skip
-            kernel = self._kernel_from("optimize", prompt, parent, note=f"LLM rewrite for: {_summary(bottleneck)}")
-            if kernel is not None and kernel.hash not in tried:
-                tried.add(kernel.hash)
+            note = f"LLM rewrite for: {bottleneck.summary[:80]}"
+            kernel = self._kernel_from("optimize", prompt, parent, note=note)
+            if kernel is not None and kernel.hash in tried:
+                repeated = tried[kernel.hash]
+                self._mark_repeat(repeated)
+                again = f"{prompt}\n\n{render_template('repeat', {'repeated': repeated}, self.template_dir)}"
+                kernel = self._kernel_from("optimize", again, parent, note=note)
+                if kernel is not None and kernel.hash in tried:
+                    self._mark_repeat(tried[kernel.hash], "asked again, ")
+                    kernel = None
+            if kernel is not None:
+                tried[kernel.hash] = "another kernel of the same reply batch"
                 out.append(kernel)
         return out
 
     def refine(self, kernel: Kernel, verdict: Verdict) -> Kernel | None:
         """A corrected kernel after a failed verification, or None when the model gives none."""
+        self.no_kernel_reasons = []
         prompt = build_refinement_prompt(problem_source=self.problem_source, kernel_source=kernel.source,
                                          verdict=verdict, dtype=self.dtype, template_dir=self.template_dir)  # fmt: skip
         return self._kernel_from("refine", prompt, kernel, note=f"refined after {verdict.status}: {verdict.reason[:80]}")
@@ -133,18 +171,21 @@ class LLMProposer:
         call = self.client.complete(prompt)
         if call.status != "ok":
             self._record(purpose, prompt, call, f"no reply: {call.status}: {call.reason}")
+            self.no_kernel_reasons.append(f"{purpose}: no reply: {call.status}: {call.reason[:200]}")
             return None
         try:
             source = extract_kernel(call.text)
         except ReplyParseError as e:
             self._record(purpose, prompt, call, str(e))
+            self.no_kernel_reasons.append(f"{purpose}: {str(e)[:200]}")
             return None
         self._record(purpose, prompt, call)
         return Kernel(source=source, origin="llm", parent_hash=parent.hash, note=note)
 
+    def _mark_repeat(self, repeated: str, prefix: str = "") -> None:
+        """The last exchange's kernel repeats ``repeated``: not used, and said so."""
+        self.no_kernel_reasons.append(f"optimize: {prefix}the reply repeats {repeated}")
+        self.exchanges[-1] = self.exchanges[-1].model_copy(update={"parse_error": f"repeats {repeated}"})
+
     def _record(self, purpose: Purpose, prompt: str, call: LLMCall, parse_error: str = "") -> None:
         self.exchanges.append(Exchange(purpose=purpose, prompt=prompt, call=call, parse_error=parse_error))
-
-
-def _summary(bottleneck: Bottleneck | None) -> str:
-    return bottleneck.summary[:80] if bottleneck else "no diagnosis"
