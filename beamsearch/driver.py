@@ -22,6 +22,7 @@ from beamsearch.beam import (
 )
 from beamsearch.beam_profiles import BeamProfiles
 from beamsearch.display import Display
+from beamsearch.model_watch import ModelLost, ModelWatch
 from beamsearch.pool import WorkerPool
 from beamsearch.schema import Kernel
 from beamsearch.state import BeamEntry, BeamState, FinalTiming, RoundRecord, Summary, Task, TaskResult
@@ -39,6 +40,7 @@ class Driver:
         self.problem = problem
         self.versions = versions
         self.session_start = time.time()
+        self.model_watch = ModelWatch()
 
     # ------------------------------------------------------------------------------------------- round 0
     def measure_start(self, kernel: Kernel) -> None:
@@ -93,13 +95,15 @@ class Driver:
 
         def hand_out(task: Task) -> Task:
             screen = screen_above_ms(self.state.beam, results, config.beam_width, config.screen_ratio)
-            return task.model_copy(update={"screen_above_ms": screen})
+            # self.state.config, not config: a model lost mid-round (on_model_lost offline) drops the llm
+            return task.model_copy(update={"screen_above_ms": screen, "config": self.state.config})
 
         last_candidate_at = start
         for result in self.pool.run(todo, config.task_timeout_s, notify=self.display.event,
                                     spare_work=profiles.next_job, hand_out=hand_out):  # fmt: skip
             if profiles.take(result):
                 continue
+            self._watch_model(result, round_)
             result = mark_same_compiled(mark_duplicate(result, seen), fastest)
             self.trace.write_candidate(result, self.problem)
             results.append(result)
@@ -138,6 +142,20 @@ class Driver:
                                               "fastest_compiled": fastest, "rounds": state.rounds + [record]})  # fmt: skip
         self._save()
         self.display.round_end(record, self._speedup(record.running_best_ms))
+
+    def _watch_model(self, result: TaskResult, round_: int) -> None:
+        """A model lost mid-run stops the run before the task's result is written (a resumed run redoes
+        the task), or, with ``on_model_lost = "offline"``, hands the rest of the run to the tuner."""
+        config = self.state.config
+        why = self.model_watch.lost(result, config)
+        if not why:
+            return
+        self.display.event("model_lost", task=result.task_id, action=config.on_model_lost, reason=why)
+        if config.on_model_lost == "stop":
+            raise ModelLost(f"the model stopped answering in round {round_}: {why}. The trace is consistent up to "
+                            f"round {self.state.round}; once the model answers again, continue with "
+                            f"--resume --out {self.trace.out} (or run with --on-model-lost offline)")  # fmt: skip
+        self.state = self.state.model_copy(update={"config": config.model_copy(update={"llm": None})})
 
     # ------------------------------------------------------------------------------------------- the end
     def finish(self) -> Summary:

@@ -25,6 +25,7 @@ from beamsearch.cli_common import fail
 from beamsearch.config import SearchConfig, load_config_file
 from beamsearch.display import Display
 from beamsearch.driver import Driver, SearchError
+from beamsearch.model_watch import ModelLost
 from beamsearch.problems import ProblemNotFound, resolve_problem
 from beamsearch.schema import Kernel, RunSpec
 from beamsearch.state import BeamState
@@ -45,6 +46,12 @@ def parse_args(argv: list[str] | None) -> tuple[SearchConfig, bool, set[str]]:
     for name in ("rounds", "workers", "beam_width", "directions", "seed", "refine_tries", "verify_per_gpu"):
         p.add_argument(f"--{name.replace('_', '-')}", dest=name, type=int, default=None, help=fields[name].description)
     p.add_argument("--api-key-env", dest="api_key_env", default=None, help=fields["api_key_env"].description)
+    for flag, name, kind in (("--llm-timeout", "llm_timeout_s", float), ("--llm-retries", "llm_retries", int),
+                             ("--llm-concurrency", "llm_concurrency", int), ("--temperature", "temperature", float),
+                             ("--max-tokens", "max_tokens", int)):  # fmt: skip
+        p.add_argument(flag, dest=name, type=kind, default=None, help=fields[name].description)
+    p.add_argument("--on-model-lost", dest="on_model_lost", choices=["stop", "offline"], default=None,
+                   help=fields["on_model_lost"].description)  # fmt: skip
     p.add_argument("--task-timeout", dest="task_timeout_s", type=float, default=None, help=fields["task_timeout_s"].description)
     p.add_argument("--dtype", choices=["bf16", "fp16", "fp32"], default=None)
     p.add_argument("--shapes", choices=["auto", "full", "small"], default=None)
@@ -128,7 +135,7 @@ def _search(config: SearchConfig, previous: BeamState | None, kernel: Kernel | N
         driver.state = driver.state.model_copy(update={"config": config})
         driver.run_rounds()
         summary = driver.finish()
-    except SearchError as e:
+    except (SearchError, ModelLost) as e:
         display.close()
         fail(str(e), code=1)
     except TraceWriteError as e:
@@ -153,11 +160,11 @@ def _search(config: SearchConfig, previous: BeamState | None, kernel: Kernel | N
 
 def _preflight(config: SearchConfig) -> None:
     """One tiny request before any work: a wrong model name, key or address fails here, clearly."""
-    from workers.llm_client import LLMClient, LLMUnavailable
-    from workers.task import llm_config
+    from beamsearch.model_watch import preflight
+    from workers.llm_client import LLMUnavailable
 
     try:
-        LLMClient(llm_config(config).model_copy(update={"max_retries": 1})).preflight()
+        preflight(config)
     except LLMUnavailable as e:
         fail(str(e))
 

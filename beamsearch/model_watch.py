@@ -1,0 +1,51 @@
+"""Notices a model lost mid-run, so a run whose model is gone says so instead of ending "best: input".
+
+A task whose every request for a kernel got no reply at all (after the client's retries) is the sign;
+one tiny request from the driver (the pre-flight's) then tells a lost model from a bad minute. The
+run's ``on_model_lost`` says what follows: stop (resumable), or go on with the offline tuner.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from beamsearch.config import SearchConfig
+from beamsearch.state import TaskResult
+from workers.proposers.llm import model_unreachable
+
+RECHECK_S = 30.0  # after a check the model passed, other tasks' failures within this window are not rechecked
+
+
+class ModelLost(RuntimeError):
+    """The model stopped answering mid-run; the message says what failed and how to go on."""
+
+
+def preflight(config: SearchConfig) -> None:
+    """One tiny request; raises ``LLMUnavailable`` saying what is wrong."""
+    from workers.llm_client import LLMClient
+    from workers.task import llm_config
+
+    LLMClient(llm_config(config).model_copy(update={"max_retries": 1})).preflight()
+
+
+class ModelWatch:
+    def __init__(self, check: Callable[[SearchConfig], None] = preflight) -> None:
+        self.check = check
+        self.checked_ok_at = float("-inf")
+
+    def lost(self, result: TaskResult, config: SearchConfig) -> str:
+        """Why the model is gone, or "" while it answers (or the run has none)."""
+        from workers.llm_client import LLMUnavailable
+
+        if not config.llm or result.status != "no_proposal":
+            return ""
+        failure = model_unreachable(result.exchanges)
+        if not failure or time.monotonic() - self.checked_ok_at < RECHECK_S:
+            return ""
+        try:
+            self.check(config)
+        except LLMUnavailable as e:
+            return f"{e}; task {result.task_id}'s requests got no reply either ({failure[:300]})"
+        self.checked_ok_at = time.monotonic()
+        return ""
