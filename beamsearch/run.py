@@ -122,6 +122,7 @@ def _search(config: SearchConfig, previous: BeamState | None, kernel: Kernel | N
             gpus: int, trace: TraceWriter, display: Display, problem: str) -> int:  # fmt: skip
     from beamsearch.pool import WorkerPool
 
+    service = _start_llm_service(config) if config.llm else None  # held: Ray ends an actor nobody holds
     pool = WorkerPool.start(workers, gpus)
     if config.profile and gpus:
         pool.start_profiling()
@@ -149,6 +150,7 @@ def _search(config: SearchConfig, previous: BeamState | None, kernel: Kernel | N
         return 130
     finally:
         pool.shutdown()
+        del service
     from beamsearch.report import write_report
 
     try:
@@ -167,6 +169,14 @@ def _preflight(config: SearchConfig) -> None:
         preflight(config)
     except LLMUnavailable as e:
         fail(str(e))
+
+
+def _start_llm_service(config: SearchConfig) -> object:
+    """The run's one way to the model (workers/llm_service.py), holding the key read here."""
+    from workers.llm_service import start_llm_service
+    from workers.task import llm_config
+
+    return start_llm_service(llm_config(config), os.environ.get(config.api_key_env) if config.api_key_env else None)
 
 
 def _problem_of_run(out: Path) -> str:

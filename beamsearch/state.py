@@ -82,6 +82,10 @@ class TaskResult(Record):
     parent_profile: Profile | None = None
     parent_roofline: Roofline | None = None
     diagnosis: Diagnosis | None = None
+    diagnosis_by: str = Field("", description="the task that made the diagnosis, when it was another's (a parent "
+                              "is diagnosed once per run); its exchanges are copied in shared_diagnosis")
+    shared_diagnosis: list[Exchange] = Field([], description="that task's diagnosis exchanges: counted in its "
+                                             "tokens and cost, not in these")
     profile: Profile | None = None
     roofline: Roofline | None = None
     exchanges: list[Exchange] = []

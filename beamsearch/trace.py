@@ -118,7 +118,8 @@ def published_files(result: TaskResult, problem: str) -> dict[str, str]:
     files: dict[str, str] = {}
     if result.parent_profile is not None:
         files["input_ncu_metrics.json"] = ncu_json(result.parent_profile)
-    diagnose = [e for e in result.exchanges if e.purpose in ("diagnose", "repair")]
+    # the diagnosis's own exchanges, or those of the task that diagnosed the parent for the run
+    diagnose = [e for e in result.exchanges + result.shared_diagnosis if e.purpose in ("diagnose", "repair")]
     if diagnose:
         files["bottleneck_prompt.txt"] = diagnose[-1].prompt
         files["bottleneck_response.txt"] = _reply_text(diagnose[-1])
@@ -126,15 +127,18 @@ def published_files(result: TaskResult, problem: str) -> dict[str, str]:
         chosen = _rotated(result.diagnosis.bottlenecks, result.direction)
         files["strategy.json"] = json.dumps([b.model_dump() for b in chosen], indent=2)
         if not diagnose:
-            files["bottleneck_response.txt"] = f"(no model: diagnosis from the {result.diagnosis.source})\n" + files["strategy.json"]
+            made = "made by an earlier task" if result.diagnosis.source == "llm" else "no model"
+            files["bottleneck_response.txt"] = f"({made}: diagnosis from the {result.diagnosis.source})\n" + files["strategy.json"]
     optimize = [e for e in result.exchanges if e.purpose in ("optimize", "refine")]
     if optimize:
         files["opt_prompt.txt"] = optimize[-1].prompt
         files["opt_reply.txt"] = _reply_text(optimize[-1])
     elif result.kernel is not None:
         files["opt_reply.txt"] = f"({result.kernel.origin} proposal) {result.kernel.note}\n"
-    if result.exchanges:
-        files["llm_calls.txt"] = "".join(_call_line(e) for e in result.exchanges)
+    if result.exchanges or result.shared_diagnosis:
+        shared = "".join(f"{_call_line(e).rstrip()}  (made by {result.diagnosis_by}, counted there)\n"
+                         for e in result.shared_diagnosis)  # fmt: skip
+        files["llm_calls.txt"] = shared + "".join(_call_line(e) for e in result.exchanges)
     if result.reflection is not None:
         files["reflexion.txt"] = result.reflection.model_dump_json(indent=2)
     elif result.lesson:

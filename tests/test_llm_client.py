@@ -224,3 +224,26 @@ def test_no_network_beyond_the_configured_server(server: ScriptedLLMServer) -> N
     result = json.loads(run.stdout.strip().splitlines()[-1])
     assert result["status"] == "ok"
     assert result["seen"] and all("127.0.0.1" in a for a in result["seen"]), result["seen"]
+
+
+def test_a_local_server_needs_no_key(server: ScriptedLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 24 point 8: an OpenAI-compatible server at api_base, no key variable named and none set."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    server.script(Reply("hello"))
+    call = make_client(server, api_key_env=None).complete("hi")
+    assert call.status == "ok", call.reason
+    assert server.chat_requests()[0].headers["Authorization"] == "Bearer no-key"
+
+
+def test_a_key_given_by_the_caller_is_sent(
+    server: ScriptedLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 24 point 12: the driver reads the key once and hands it over; the variable need not be set here."""
+    monkeypatch.delenv(KEY_ENV)
+    server.script(Reply("hello"))
+    client = LLMClient(
+        LLMConfig(model="openai/test-model", api_base=server.api_base, api_key_env=KEY_ENV),
+        api_key="sk-from-driver",
+    )
+    assert client.complete("hi").status == "ok"
+    assert server.chat_requests()[0].headers["Authorization"] == "Bearer sk-from-driver"

@@ -7,7 +7,7 @@ import json
 import threading
 
 from beamsearch.state import BeamState, TaskResult
-from tests.llm_server import HttpError, Reply, Respond, ScriptedLLMServer
+from tests.llm_server import HttpError, Reply, Respond, ScriptedLLMServer, Slow
 from tests.test_search import PROBLEM, START, _events, run_cli
 
 DIAGNOSIS = json.dumps([{"category": "memory", "summary": "rows per program"}])
@@ -62,3 +62,36 @@ def test_a_model_lost_mid_run_hands_the_rest_to_the_tuner(tmp_path) -> None:
     second = TaskResult.model_validate_json((folder / "r1-t1/result.json").read_text())
     assert first.status == "no_proposal" and "no reply" in first.reason
     assert second.kernel is not None and second.kernel.origin == "tuner" and not second.exchanges
+
+
+def _slow_model(prompt: str) -> Reply | Slow:
+    """Answers the pre-flight at once; the diagnosis and the rewrites (prose, no code) slowly, so the two
+    workers' requests would overlap."""
+    if "Reply with the word OK" in prompt:
+        return Reply("OK")
+    if "what limits its speed" in prompt:
+        return Slow(1.0, Reply(DIAGNOSIS))
+    return Slow(1.5, Reply("I would change the block size."))
+
+
+def test_one_concurrency_limit_and_one_diagnosis_per_run(tmp_path) -> None:
+    """Points 6 and 8: two workers, --llm-concurrency 1: never two requests at once; the parent is
+    diagnosed once, and both candidates' folders hold that diagnosis's prompt; its tokens count once."""
+    out = tmp_path / "run"
+    with ScriptedLLMServer(default=Respond(_slow_model)) as server:
+        done = run_cli("--problem", PROBLEM, "--kernel", str(START), "--out", str(out), "--rounds", "1",
+                       "--workers", "2", "--directions", "2", "--beam-width", "1", "--llm", "openai/test-model",
+                       "--api-base", server.api_base, "--llm-concurrency", "1", "--quiet", timeout=400)  # fmt: skip
+        texts = ["\n".join(m["content"] for m in r.body["messages"]) for r in server.chat_requests()]
+        assert server.max_in_flight == 1
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert sum("what limits its speed" in t for t in texts) == 1
+    folder = out / "optimization_trace/round_1/candidates"
+    results = [TaskResult.model_validate_json((folder / f"r1-t{i}/result.json").read_text()) for i in (0, 1)]
+    made, reused = sorted(results, key=lambda r: bool(r.diagnosis_by))
+    assert reused.diagnosis_by == made.task_id and reused.shared_diagnosis
+    for r in results:
+        assert "what limits its speed" in (folder / r.task_id / "bottleneck_prompt.txt").read_text()
+        assert r.diagnosis.source == "llm" and r.status == "no_proposal"
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["tokens"] == 3 * (11 + 7)  # one diagnosis and two rewrites; the pre-flight is not a task's

@@ -116,11 +116,19 @@ def _classify(exc: Exception) -> tuple[LLMStatus, str]:
     return "error", f"HTTP {code}: {text}"
 
 
-class LLMClient:
-    """Thread-safe: at most ``max_concurrency`` requests in flight across all threads using it."""
+OPENAI_COMPATIBLE = ("openai/", "hosted_vllm/")  # litellm prefixes whose SDK insists on some key
+NO_KEY = "no-key"  # sent to a local OpenAI-compatible server (vLLM, Ollama's /v1, llama.cpp) that wants none
 
-    def __init__(self, config: LLMConfig) -> None:
+
+class LLMClient:
+    """Thread-safe: at most ``max_concurrency`` requests in flight across all threads using it.
+
+    ``api_key``: the key itself, when the caller read it (the driver, which forwards it to the run's
+    LLM service); else it is read from ``config.api_key_env`` here."""
+
+    def __init__(self, config: LLMConfig, api_key: str | None = None) -> None:
         self.config = config
+        self._api_key = api_key
         self._litellm = _import_litellm()
         self._slots = threading.BoundedSemaphore(config.max_concurrency)
         try:
@@ -168,11 +176,13 @@ class LLMClient:
             return LLMCall(status=status, attempts=attempts, model=cfg.model, latency_s=time.monotonic() - start,
                            **kw)  # fmt: skip
 
-        api_key = None
-        if cfg.api_key_env:
+        api_key = self._api_key
+        if api_key is None and cfg.api_key_env:
             api_key = os.environ.get(cfg.api_key_env)
             if not api_key:
                 return done("auth_error", 0, reason=f"environment variable {cfg.api_key_env} is not set")
+        if api_key is None and cfg.api_base and cfg.model.startswith(OPENAI_COMPATIBLE):
+            api_key = os.environ.get("OPENAI_API_KEY") or NO_KEY
         kwargs = dict(model=cfg.model, messages=messages, api_base=cfg.api_base, api_key=api_key,
                       timeout=cfg.timeout_s, temperature=cfg.temperature, max_tokens=max_tokens,
                       max_retries=0, num_retries=0,  # else the OpenAI SDK retries twice on its own

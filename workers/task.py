@@ -34,7 +34,8 @@ from profiling.ncu import profile_kernel
 from profiling.roofline import classify
 from profiling.work import judge_time
 from workers.gpu_lock import gpu_memory
-from workers.llm_client import LLMClient, LLMConfig
+from workers.llm_client import MAX_WAIT_S, LLMClient, LLMConfig
+from workers.llm_service import ServiceClient, SharedDiagnosis, find_llm_service
 from workers.proposers.llm import LLMProposer
 from workers.proposers.replay import ReplayProposer
 from workers.proposers.rules import rules_diagnosis
@@ -150,8 +151,11 @@ def run_task(task: Task, ctx: WorkerContext) -> TaskResult:
         parent_profile, parent_roofline = parent_measure(parent, spec, config.profile, ctx)
     llm = make_llm(config, spec) if config.llm else None
     with stages("diagnose"):
-        diagnosis = diagnose(parent, parent_profile, parent_roofline, task.floor, llm, spec, ctx)
-    common |= dict(parent_profile=parent_profile, parent_roofline=parent_roofline, diagnosis=diagnosis)
+        shared = diagnose(parent, parent_profile, parent_roofline, task.floor, llm, spec, ctx, task.id,
+                          wait_s=_longest_diagnosis_s(config))  # fmt: skip
+    diagnosis = shared.diagnosis
+    common |= dict(parent_profile=parent_profile, parent_roofline=parent_roofline, diagnosis=diagnosis,
+                   diagnosis_by=shared.task_id, shared_diagnosis=shared.exchanges)  # fmt: skip
 
     with stages("propose"):
         kernel = propose(task, diagnosis, llm)
@@ -301,22 +305,36 @@ def parent_measure(parent: BeamEntry, spec: RunSpec, profile_on: bool, ctx: Work
 
 
 def diagnose(parent: BeamEntry, profile: Profile | None, roofline: Roofline | None, floor: Floor | None,
-             llm: LLMProposer | None, spec: RunSpec, ctx: WorkerContext) -> Diagnosis:  # fmt: skip
+             llm: LLMProposer | None, spec: RunSpec, ctx: WorkerContext, task_id: str = "",
+             wait_s: float = 600.0) -> SharedDiagnosis:  # fmt: skip
+    """The parent's diagnosis, made once per run through the run's LLM service (else once per worker);
+    a model's failed diagnosis (the rules' stand-in) is not kept: the next task asks the model again.
+    ``wait_s``: the longest this task waits for another task's diagnosis of the same parent."""
     wanted = "llm" if llm else "rules"
     if parent.diagnosis is not None and parent.diagnosis.source == wanted:
-        return parent.diagnosis
+        return SharedDiagnosis(parent.diagnosis, "", [])
     key = (parent.kernel.hash, wanted)
-    if key in ctx.diagnoses:
-        return ctx.diagnoses[key]
     if llm is None:
-        diagnosis = rules_diagnosis(roofline)
-    else:
-        diagnosis = llm.diagnose(parent.kernel, peaks=_peaks(spec, profile), profile=profile, roofline=roofline,
-                                 floor=floor, measured_ms=parent.median_ms)  # fmt: skip
-    # a model's failed diagnosis (the rules' stand-in) is not kept: the next task asks the model again
-    if diagnosis.source == wanted:
+        ctx.diagnoses.setdefault(key, rules_diagnosis(roofline))
+        return SharedDiagnosis(ctx.diagnoses[key], "", [])
+    service = find_llm_service()
+    if service is not None:
+        import ray
+
+        shared = ray.get(service.claim_diagnosis.remote(parent.kernel.hash, wait_s))
+        if shared is not None:
+            return shared
+    elif key in ctx.diagnoses:
+        return SharedDiagnosis(ctx.diagnoses[key], "", [])
+    made = len(llm.exchanges)
+    diagnosis = llm.diagnose(parent.kernel, peaks=_peaks(spec, profile), profile=profile, roofline=roofline,
+                             floor=floor, measured_ms=parent.median_ms)  # fmt: skip
+    worked = diagnosis.source == wanted
+    if service is not None:
+        service.put_diagnosis.remote(parent.kernel.hash, diagnosis if worked else None, task_id, llm.exchanges[made:])
+    elif worked:
         ctx.diagnoses[key] = diagnosis
-    return diagnosis
+    return SharedDiagnosis(diagnosis, "", [])
 
 
 def propose(task: Task, diagnosis: Diagnosis, llm: LLMProposer | None) -> Kernel | None:
@@ -342,9 +360,15 @@ def llm_config(config: SearchConfig) -> LLMConfig:
                      max_tokens=config.max_tokens)  # fmt: skip
 
 
-def make_llm(config: SearchConfig, spec: RunSpec) -> LLMProposer:
+def _longest_diagnosis_s(config: SearchConfig) -> float:
+    """A diagnosis and its repair request, every attempt timing out, with the longest backoffs."""
+    return 2 * (config.llm_timeout_s + MAX_WAIT_S) * (config.llm_retries + 1)
 
-    client = LLMClient(llm_config(config))
+
+def make_llm(config: SearchConfig, spec: RunSpec) -> LLMProposer:
+    """Through the run's LLM service where the driver started one; else a client of this task's own."""
+    service = find_llm_service()
+    client = ServiceClient(service) if service is not None else LLMClient(llm_config(config))
     return LLMProposer(client, Path(spec.problem_path).read_text(), dtype=spec.dtype)
 
 

@@ -1,0 +1,111 @@
+"""The run's one way to the model: a Ray actor the driver starts on its own node, that every worker calls.
+
+It makes three things per run rather than per task or per worker:
+- the concurrency limit: ``llm_concurrency`` requests in flight across all workers (the client's
+  semaphore, in this one process);
+- the API key: read from the driver's environment and handed to the actor, so no worker node needs it;
+- the diagnosis of a parent: the first task to ask diagnoses it, tasks that ask meanwhile wait for that
+  answer instead of sending the same request, and later tasks reuse it. A failed diagnosis is not kept.
+
+Without Ray (tests that run task functions directly) the workers use a client of their own.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any, NamedTuple
+
+from beamsearch.schema import Diagnosis
+from workers.llm_client import LLMCall, LLMClient, LLMConfig
+from workers.proposers.llm import Exchange
+
+log = logging.getLogger(__name__)
+
+SERVICE_NAME = "beamsearch-llm"
+THREADS = 64  # requests waiting on the semaphore or in their backoff each hold a thread; the semaphore limits
+
+
+class SharedDiagnosis(NamedTuple):
+    """A parent's diagnosis; where another task made it: that task's id and its exchanges (else "", [])."""
+
+    diagnosis: Diagnosis
+    task_id: str
+    exchanges: list[Exchange]
+
+
+class LLMService:
+    def __init__(self, config: LLMConfig, api_key: str | None) -> None:
+        self.client = LLMClient(config, api_key=api_key)
+        self._lock = threading.Lock()
+        self._diagnoses: dict[str, SharedDiagnosis] = {}
+        self._diagnosing: dict[str, threading.Event] = {}
+
+    def ready(self) -> bool:
+        return True
+
+    def complete(self, prompt: str, system: str | None = None, json_schema: dict | None = None) -> LLMCall:
+        return self.client.complete(prompt, system=system, json_schema=json_schema)
+
+    def claim_diagnosis(self, key: str, wait_s: float) -> SharedDiagnosis | None:
+        """The parent's diagnosis if one was made (waiting while another task makes it); None: the caller
+        makes it now, and must call ``put_diagnosis`` after, whether it worked or not. A task that waited
+        ``wait_s`` (the longest a diagnosis can take) takes over: the one diagnosing is gone."""
+        while True:
+            with self._lock:
+                if key in self._diagnoses:
+                    return self._diagnoses[key]
+                pending = self._diagnosing.get(key)
+                if pending is None:
+                    self._diagnosing[key] = threading.Event()
+                    return None
+            if not pending.wait(wait_s):
+                with self._lock:  # the diagnosing task is gone (its worker lost, say): take over
+                    if self._diagnosing.get(key) is pending:
+                        self._diagnosing[key] = threading.Event()
+                        return None
+
+    def put_diagnosis(self, key: str, diagnosis: Diagnosis | None, task_id: str, exchanges: list[Exchange]) -> None:
+        """The claimed diagnosis: kept for later tasks unless None (failed: the next task asks again)."""
+        with self._lock:
+            if diagnosis is not None:
+                self._diagnoses[key] = SharedDiagnosis(diagnosis, task_id, exchanges)
+            event = self._diagnosing.pop(key, None)
+        if event is not None:
+            event.set()
+
+
+def start_llm_service(config: LLMConfig, api_key: str | None) -> Any:
+    """The run's service, on this (the driver's) node. Call after ``ray.init``; it lives as long as the job."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=False)
+    actor = ray.remote(max_concurrency=THREADS)(LLMService)
+    handle = actor.options(name=SERVICE_NAME, num_cpus=0, scheduling_strategy=here).remote(config, api_key)
+    ray.get(handle.ready.remote(), timeout=120)
+    return handle
+
+
+def find_llm_service() -> Any | None:
+    """The run's service from a worker, or None outside Ray or when the driver started none."""
+    import ray
+
+    if not ray.is_initialized():
+        return None
+    try:
+        return ray.get_actor(SERVICE_NAME)
+    except ValueError:
+        return None
+
+
+class ServiceClient:
+    """What ``LLMProposer`` needs of a client (``complete``), through the run's service."""
+
+    def __init__(self, handle: Any) -> None:
+        self.handle = handle
+
+    def complete(self, prompt: str, *, system: str | None = None, json_schema: dict | None = None) -> LLMCall:
+        import ray
+
+        return ray.get(self.handle.complete.remote(prompt, system, json_schema))
