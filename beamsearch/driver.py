@@ -103,6 +103,7 @@ class Driver:
                                     spare_work=profiles.next_job, hand_out=hand_out):  # fmt: skip
             if profiles.take(result):
                 continue
+            result = self._with_model_log(result)
             self._watch_model(result, round_)
             result = mark_same_compiled(mark_duplicate(result, seen), fastest)
             self.trace.write_candidate(result, self.problem)
@@ -142,6 +143,19 @@ class Driver:
                                               "fastest_compiled": fastest, "rounds": state.rounds + [record]})  # fmt: skip
         self._save()
         self.display.round_end(record, self._speedup(record.running_best_ms))
+
+    def _with_model_log(self, result: TaskResult) -> TaskResult:
+        """A task cut off by its timeout keeps the exchanges it made (logged with the run's LLM service),
+        and its reason says if it was waiting on the model."""
+        if not self.state.config.llm:
+            return result
+        from workers.llm_service import take_task_log
+
+        exchanges, waiting_s = take_task_log(result.task_id)  # taken for every task: the service forgets it
+        if result.status != "failed":
+            return result
+        reason = result.reason + (f"; it was waiting {waiting_s:.0f} s on the model" if waiting_s is not None else "")
+        return result.model_copy(update={"exchanges": result.exchanges or exchanges, "reason": reason})
 
     def _watch_model(self, result: TaskResult, round_: int) -> None:
         """A model lost mid-run stops the run before the task's result is written (a resumed run redoes

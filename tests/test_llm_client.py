@@ -247,3 +247,17 @@ def test_a_key_given_by_the_caller_is_sent(
     )
     assert client.complete("hi").status == "ok"
     assert server.chat_requests()[0].headers["Authorization"] == "Bearer sk-from-driver"
+
+
+def test_a_deadline_cuts_a_hanging_request_and_skips_retries(server: ScriptedLLMServer) -> None:
+    """Issue 24 point 7: a task's requests end by its deadline, so the task returns what it paid for."""
+    import time
+
+    server.script(HttpError(500))
+    call = make_client(server, timeout_s=10.0, backoff_s=5.0).complete("hi", deadline=time.time() + 12.0)
+    assert call.status == "server_error" and "no time left in the task" in call.reason, call
+    assert len(server.chat_requests()) == 1
+    server.script(Slow(30.0))
+    start = time.time()
+    call = make_client(server, timeout_s=60.0).complete("hi", deadline=start + 8.0)
+    assert call.status == "timeout" and time.time() - start < 20.0, call

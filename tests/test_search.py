@@ -168,6 +168,9 @@ def test_llm_run_refines_times_out_and_records_every_exchange(tmp_path) -> None:
     purposes = [e.purpose for e in good.exchanges]
     assert purposes[-2:] == ["optimize", "reflect"]
     assert bad.status == "failed" and "timed out" in bad.reason
+    # what the timed-out task paid for is kept (issue 24 point 7): its rewrite and refinement requests
+    assert {"optimize", "refine"} <= {e.purpose for e in bad.exchanges}, bad.exchanges
+    assert (out / "optimization_trace/round_1/candidates/r1-t1/llm_calls.txt").is_file()
     assert summary.tokens > 0
     folder = out / "optimization_trace/round_1"
     assert "ROWS-TOO-FEW" in (folder / "strategy.json").read_text()

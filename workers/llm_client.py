@@ -27,6 +27,7 @@ LLMStatus = Literal["ok", "timeout", "rate_limited", "server_error", "auth_error
 RETRYABLE: frozenset[str] = frozenset({"timeout", "rate_limited", "server_error"})
 MAX_WAIT_S = 60.0  # cap on one backoff or Retry-After wait
 REASON_CHARS = 600
+MIN_ATTEMPT_S = 5.0  # an attempt with less time than this before the caller's deadline is not started
 
 
 class LLMUnavailable(RuntimeError):
@@ -136,8 +137,11 @@ class LLMClient:
         except Exception:  # unknown model or provider
             self._schema_ok = False
 
-    def complete(self, prompt: str, *, system: str | None = None, json_schema: dict | None = None) -> LLMCall:
-        """One completion. Never raises for provider failures: the LLMCall carries status and reason."""
+    def complete(self, prompt: str, *, system: str | None = None, json_schema: dict | None = None,
+                 deadline: float | None = None) -> LLMCall:  # fmt: skip
+        """One completion. Never raises for provider failures: the LLMCall carries status and reason.
+        ``deadline`` (``time.time()``): no attempt waits past it, and none starts that could not finish
+        by it, so the caller's task ends with what it paid for instead of being cut off mid-request."""
         messages = [{"role": "system", "content": system}] if system else []
         messages.append({"role": "user", "content": prompt})
         extra: dict[str, Any] = {}
@@ -146,7 +150,7 @@ class LLMClient:
             name = re.sub(r"[^A-Za-z0-9_-]", "_", str(json_schema.get("title", "reply")))[:64]
             schema = {"name": name, "schema": json_schema}
             extra["response_format"] = {"type": "json_schema", "json_schema": schema}
-        return self._run(messages, self.config.max_tokens, extra)
+        return self._run(messages, self.config.max_tokens, extra, deadline=deadline)
 
     def preflight(self) -> None:
         """One tiny call; raise LLMUnavailable naming the model, the address and what went wrong."""
@@ -169,7 +173,8 @@ class LLMClient:
             f"[{call.status} after {call.attempts} attempt(s)]: {call.reason}"
         )
 
-    def _run(self, messages: list[dict], max_tokens: int, extra: dict, allow_empty: bool = False) -> LLMCall:
+    def _run(self, messages: list[dict], max_tokens: int, extra: dict, allow_empty: bool = False,
+             deadline: float | None = None) -> LLMCall:  # fmt: skip
         cfg, start = self.config, time.monotonic()
 
         def done(status: LLMStatus, attempts: int, **kw: Any) -> LLMCall:
@@ -190,6 +195,11 @@ class LLMClient:
         # drop_params: a parameter the model does not take (o-series temperature) is dropped, not a 400
         for attempt in range(1, cfg.max_retries + 2):
             with self._slots:  # held for the request only, not the backoff
+                left_s = deadline - time.time() if deadline is not None else cfg.timeout_s
+                if left_s < MIN_ATTEMPT_S:
+                    return done("timeout", attempt - 1, reason=f"the task's time for the model ran out before "
+                                f"attempt {attempt} (deadline passed waiting for a request slot or a retry)")  # fmt: skip
+                kwargs["timeout"] = min(cfg.timeout_s, left_s)
                 try:
                     response = self._litellm.completion(**kwargs)
                 except Exception as e:  # litellm wraps every provider failure; classify, never raise
@@ -204,6 +214,10 @@ class LLMClient:
                 return done(status, attempt, reason=reason + note)
             backoff_s = cfg.backoff_s * 2 ** (attempt - 1) * random.uniform(0.5, 1.0)
             delay_s = min(MAX_WAIT_S, max(backoff_s, wait_s or 0.0))
+            if deadline is not None and time.time() + delay_s + MIN_ATTEMPT_S > deadline:
+                note = f" (after {attempt} attempts; no time left in the task for another)"
+                log.warning("LLM %s: %s%s: %s", cfg.model, status, note, reason)
+                return done(status, attempt, reason=reason + note)
             log.info(
                 "LLM %s: %s (attempt %d), retry in %.2f s: %s", cfg.model, status, attempt, delay_s, reason
             )

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any, NamedTuple
 
 from beamsearch.schema import Diagnosis
@@ -40,12 +41,31 @@ class LLMService:
         self._lock = threading.Lock()
         self._diagnoses: dict[str, SharedDiagnosis] = {}
         self._diagnosing: dict[str, threading.Event] = {}
+        self._logs: dict[str, list[Exchange]] = {}  # by task id: its exchanges so far
+        self._waiting: dict[str, float] = {}  # by task id: when its request in flight was sent
 
     def ready(self) -> bool:
         return True
 
-    def complete(self, prompt: str, system: str | None = None, json_schema: dict | None = None) -> LLMCall:
-        return self.client.complete(prompt, system=system, json_schema=json_schema)
+    def complete(self, prompt: str, system: str | None = None, json_schema: dict | None = None,
+                 deadline: float | None = None, task_id: str = "") -> LLMCall:  # fmt: skip
+        with self._lock:
+            self._waiting[task_id] = time.time()
+        try:
+            return self.client.complete(prompt, system=system, json_schema=json_schema, deadline=deadline)
+        finally:
+            with self._lock:
+                self._waiting.pop(task_id, None)
+
+    def note_exchange(self, task_id: str, exchange: Exchange) -> None:
+        with self._lock:
+            self._logs.setdefault(task_id, []).append(exchange)
+
+    def take_task_log(self, task_id: str) -> tuple[list[Exchange], float | None]:
+        """A task's exchanges so far and since when its request in flight waits (None: none waits); the
+        driver takes them for a task cut off by its timeout, so what it paid for is not lost."""
+        with self._lock:
+            return self._logs.pop(task_id, []), self._waiting.pop(task_id, None)
 
     def claim_diagnosis(self, key: str, wait_s: float) -> SharedDiagnosis | None:
         """The parent's diagnosis if one was made (waiting while another task makes it); None: the caller
@@ -65,7 +85,8 @@ class LLMService:
                         self._diagnosing[key] = threading.Event()
                         return None
 
-    def put_diagnosis(self, key: str, diagnosis: Diagnosis | None, task_id: str, exchanges: list[Exchange]) -> None:
+    def put_diagnosis(self, key: str, diagnosis: Diagnosis | None, task_id: str,
+                      exchanges: list[Exchange]) -> None:  # fmt: skip
         """The claimed diagnosis: kept for later tasks unless None (failed: the next task asks again)."""
         with self._lock:
             if diagnosis is not None:
@@ -100,12 +121,27 @@ def find_llm_service() -> Any | None:
 
 
 class ServiceClient:
-    """What ``LLMProposer`` needs of a client (``complete``), through the run's service."""
+    """What ``LLMProposer`` needs of a client (``complete``), through the run's service, for one task:
+    its requests end by the task's ``deadline``, and its exchanges are logged with the service as made."""
 
-    def __init__(self, handle: Any) -> None:
-        self.handle = handle
+    def __init__(self, handle: Any, task_id: str, deadline: float | None) -> None:
+        self.handle, self.task_id, self.deadline = handle, task_id, deadline
 
     def complete(self, prompt: str, *, system: str | None = None, json_schema: dict | None = None) -> LLMCall:
         import ray
 
-        return ray.get(self.handle.complete.remote(prompt, system, json_schema))
+        return ray.get(self.handle.complete.remote(prompt, system, json_schema, self.deadline, self.task_id))
+
+    def note(self, exchange: Exchange) -> None:
+        self.handle.note_exchange.remote(self.task_id, exchange)
+
+
+def take_task_log(task_id: str) -> tuple[list[Exchange], float | None]:
+    """From the driver: a task's logged exchanges and how long its request in flight has waited."""
+    import ray
+
+    service = find_llm_service()
+    if service is None:
+        return [], None
+    exchanges, since = ray.get(service.take_task_log.remote(task_id), timeout=60)
+    return exchanges, (time.time() - since) if since is not None else None

@@ -43,6 +43,7 @@ from workers.proposers.tuner import TunerProposer
 from workers.timing import time_target
 from workers.verify import verify_kernel
 
+LLM_SHARE = 0.75  # of a task's timeout, for its requests to the model
 CPU_STAND_IN_GPU = "NVIDIA H100 80GB HBM3"  # peaks quoted to a model on CPU runs, which have none
 
 
@@ -149,7 +150,7 @@ def run_task(task: Task, ctx: WorkerContext) -> TaskResult:
                   parent_ms=parent.median_ms, worker=f"{ctx.host}/{ctx.name}")  # fmt: skip
     with stages("profile_parent"):
         parent_profile, parent_roofline = parent_measure(parent, spec, config.profile, ctx)
-    llm = make_llm(config, spec) if config.llm else None
+    llm = make_llm(config, spec, task.id) if config.llm else None
     with stages("diagnose"):
         shared = diagnose(parent, parent_profile, parent_roofline, task.floor, llm, spec, ctx, task.id,
                           wait_s=_longest_diagnosis_s(config))  # fmt: skip
@@ -365,10 +366,13 @@ def _longest_diagnosis_s(config: SearchConfig) -> float:
     return 2 * (config.llm_timeout_s + MAX_WAIT_S) * (config.llm_retries + 1)
 
 
-def make_llm(config: SearchConfig, spec: RunSpec) -> LLMProposer:
-    """Through the run's LLM service where the driver started one; else a client of this task's own."""
+def make_llm(config: SearchConfig, spec: RunSpec, task_id: str = "") -> LLMProposer:
+    """Through the run's LLM service where the driver started one; else a client of this task's own.
+    The model gets ``LLM_SHARE`` of the task's timeout: its requests end by then, leaving the rest for
+    verification and timing, so the task comes back with its exchanges instead of timing out."""
     service = find_llm_service()
-    client = ServiceClient(service) if service is not None else LLMClient(llm_config(config))
+    deadline = time.time() + LLM_SHARE * config.task_timeout_s
+    client = ServiceClient(service, task_id, deadline) if service is not None else LLMClient(llm_config(config))
     return LLMProposer(client, Path(spec.problem_path).read_text(), dtype=spec.dtype)
 
 

@@ -189,3 +189,5 @@ class LLMProposer:
 
     def _record(self, purpose: Purpose, prompt: str, call: LLMCall, parse_error: str = "") -> None:
         self.exchanges.append(Exchange(purpose=purpose, prompt=prompt, call=call, parse_error=parse_error))
+        if hasattr(self.client, "note"):  # the run's service keeps a copy, for a task cut off by its timeout
+            self.client.note(self.exchanges[-1])
