@@ -7,6 +7,7 @@
         input_ncu_metrics.json  bottleneck_prompt.txt  bottleneck_response.txt  strategy.json
         opt_prompt.txt  opt_reply.txt  reflexion.txt  optimized_ncu_metrics.json  kernel.py
         benchmark_results.json  round.json (RoundRecord)
+        refine_<n>_prompt.txt refine_<n>_reply.txt  each refinement request after a failed verification
         llm_calls.txt                             one line per model request: status, time, tokens, cost, why unused
     <out>/optimization_trace/round_N/candidates/<id>/   the same for every candidate, plus result.json
                                                   (the whole TaskResult) and verification.json
@@ -129,12 +130,15 @@ def published_files(result: TaskResult, problem: str) -> dict[str, str]:
         if not diagnose:
             made = "made by an earlier task" if result.diagnosis.source == "llm" else "no model"
             files["bottleneck_response.txt"] = f"({made}: diagnosis from the {result.diagnosis.source})\n" + files["strategy.json"]
-    optimize = [e for e in result.exchanges if e.purpose in ("optimize", "refine")]
-    if optimize:
+    optimize = [e for e in result.exchanges if e.purpose == "optimize"]
+    if optimize:  # the rewrite's own exchange; each refinement has files of its own
         files["opt_prompt.txt"] = optimize[-1].prompt
         files["opt_reply.txt"] = _reply_text(optimize[-1])
     elif result.kernel is not None:
         files["opt_reply.txt"] = f"({result.kernel.origin} proposal) {result.kernel.note}\n"
+    for i, e in enumerate((e for e in result.exchanges if e.purpose == "refine"), 1):
+        files[f"refine_{i}_prompt.txt"] = e.prompt
+        files[f"refine_{i}_reply.txt"] = _reply_text(e)
     if result.exchanges or result.shared_diagnosis:
         shared = "".join(f"{_call_line(e).rstrip()}  (made by {result.diagnosis_by}, counted there)\n"
                          for e in result.shared_diagnosis)  # fmt: skip

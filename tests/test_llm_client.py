@@ -254,7 +254,7 @@ def test_a_deadline_cuts_a_hanging_request_and_skips_retries(server: ScriptedLLM
     import time
 
     server.script(HttpError(500))
-    call = make_client(server, timeout_s=10.0, backoff_s=5.0).complete("hi", deadline=time.time() + 12.0)
+    call = make_client(server, timeout_s=10.0, backoff_s=20.0).complete("hi", deadline=time.time() + 12.0)
     assert call.status == "server_error" and "no time left in the task" in call.reason, call
     assert len(server.chat_requests()) == 1
     server.script(Slow(30.0))

@@ -93,7 +93,7 @@ def test_refine_and_reflect(server, proposer) -> None:
     server.script(Reply(f"```python\n{GOOD_SOURCE}```"),
                   Reply('{"expected": "wider loads", "observed": "1.2x slower", "lesson": "keep BLOCK 256"}'),
                   Garbage("not_json"), Garbage("not_json"))  # fmt: skip
-    broken = Kernel(source=GOOD_SOURCE.replace("x * w", "x + w"), origin="llm")
+    broken = Kernel(source=GOOD_SOURCE + "\n# broken\n", origin="llm")  # any other code
     fixed = proposer.refine(broken, verdict)
     assert fixed is not None and fixed.source.strip() == GOOD_SOURCE.strip() and "refined after incorrect" in fixed.note
     reflection = proposer.reflect(Bottleneck(category="memory", summary="s"), parent=broken, child=fixed,
@@ -120,3 +120,19 @@ def test_structured_output_where_supported_and_the_wrapped_reply_parses(server, 
     (request,) = server.chat_requests()
     schema = request.body["response_format"]["json_schema"]["schema"]
     assert "bottlenecks" in schema["properties"]
+
+
+def test_refinement_remembers_the_earlier_tries_and_skips_a_repeat(server, proposer) -> None:
+    """Issue 24 point 11: the second refine request lists the first failure; a reply that repeats a kernel
+    that already failed gives no kernel to verify again, and says so."""
+    first = Kernel(source=GOOD_SOURCE + "\n# first\n", origin="llm")
+    second = Kernel(source=GOOD_SOURCE + "\n# second\n", origin="llm")
+    v1 = Verdict(passed=False, status="incorrect", reason="FIRST-FAILURE values differ", kernel_path="k.py")
+    v2 = Verdict(passed=False, status="compile_failed", reason="SECOND-FAILURE no such name", kernel_path="k.py")
+    server.script(Reply(f"```python\n{first.source}```"))
+    assert proposer.refine(second, v2, earlier=[(first, v1)]) is None
+    prompt = proposer.exchanges[-1].prompt
+    assert "Earlier corrections that failed too" in prompt and "FIRST-FAILURE" in prompt
+    assert "SECOND-FAILURE" in prompt  # the verdict being fixed
+    assert "already failed verification" in proposer.no_kernel_reasons[0]
+    assert proposer.exchanges[-1].parse_error.startswith("repeats")

@@ -196,7 +196,7 @@ class LLMClient:
         for attempt in range(1, cfg.max_retries + 2):
             with self._slots:  # held for the request only, not the backoff
                 left_s = deadline - time.time() if deadline is not None else cfg.timeout_s
-                if left_s < MIN_ATTEMPT_S:
+                if deadline is not None and left_s < MIN_ATTEMPT_S:
                     return done("timeout", attempt - 1, reason=f"the task's time for the model ran out before "
                                 f"attempt {attempt} (deadline passed waiting for a request slot or a retry)")  # fmt: skip
                 kwargs["timeout"] = min(cfg.timeout_s, left_s)

@@ -174,7 +174,7 @@ def run_task(task: Task, ctx: WorkerContext) -> TaskResult:
         if verdict.passed or llm is None or len(tries) > config.refine_tries:
             break
         with stages("refine"):
-            refined = llm.refine(kernel, verdict)
+            refined = llm.refine(kernel, verdict, earlier=[(t.kernel, t.verdict) for t in tries[:-1]])
         if refined is None:
             break
         kernel = refined

@@ -143,12 +143,24 @@ class LLMProposer:
                 out.append(kernel)
         return out
 
-    def refine(self, kernel: Kernel, verdict: Verdict) -> Kernel | None:
-        """A corrected kernel after a failed verification, or None when the model gives none."""
+    def refine(self, kernel: Kernel, verdict: Verdict, earlier: list[tuple[Kernel, Verdict]] = ()) -> Kernel | None:
+        """A corrected kernel after a failed verification, or None when the model gives none. ``earlier``:
+        this task's kernels that failed before ``kernel`` (oldest first), so the request remembers them;
+        a reply that repeats any of them (or ``kernel``) is not verified again."""
         self.no_kernel_reasons = []
         prompt = build_refinement_prompt(problem_source=self.problem_source, kernel_source=kernel.source,
                                          verdict=verdict, dtype=self.dtype, template_dir=self.template_dir)  # fmt: skip
-        return self._kernel_from("refine", prompt, kernel, note=f"refined after {verdict.status}: {verdict.reason[:80]}")
+        if earlier:
+            tries = "\n".join(f"- try {i}: {v.status}: {' '.join(v.reason.split())[:300]}"
+                              for i, (_, v) in enumerate(earlier, 1))  # fmt: skip
+            prompt += "\n\n" + render_template("refine_earlier", {"tries": tries}, self.template_dir)
+        note = f"refined after {verdict.status}: {verdict.reason[:80]}"
+        refined = self._kernel_from("refine", prompt, kernel, note=note)
+        failed = {k.hash for k, _ in earlier} | {kernel.hash}
+        if refined is not None and refined.hash in failed:
+            self._mark_repeat("a kernel of this task that already failed verification", purpose="refine")
+            return None
+        return refined
 
     def reflect(self, bottleneck: Bottleneck, *, parent: Kernel, child: Kernel, parent_ms: float | None,
                 child_ms: float | None, verdict: Verdict | None) -> Reflection | None:  # fmt: skip
@@ -182,9 +194,9 @@ class LLMProposer:
         self._record(purpose, prompt, call)
         return Kernel(source=source, origin="llm", parent_hash=parent.hash, note=note)
 
-    def _mark_repeat(self, repeated: str, prefix: str = "") -> None:
+    def _mark_repeat(self, repeated: str, prefix: str = "", purpose: Purpose = "optimize") -> None:
         """The last exchange's kernel repeats ``repeated``: not used, and said so."""
-        self.no_kernel_reasons.append(f"optimize: {prefix}the reply repeats {repeated}")
+        self.no_kernel_reasons.append(f"{purpose}: {prefix}the reply repeats {repeated}")
         self.exchanges[-1] = self.exchanges[-1].model_copy(update={"parse_error": f"repeats {repeated}"})
 
     def _record(self, purpose: Purpose, prompt: str, call: LLMCall, parse_error: str = "") -> None:
