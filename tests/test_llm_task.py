@@ -130,3 +130,23 @@ def test_a_repeated_kernel_is_asked_for_again_and_said_in_the_reason(server) -> 
     (kernel,) = llm.propose(task.parent.kernel, task_fns.rules_diagnosis(None), [])
     assert "BLOCK_R = 8" in kernel.source
     assert [e.parse_error for e in llm.exchanges] == ["repeats its parent kernel", ""]
+
+
+def test_a_rejected_kernels_reflection_is_its_lesson(server) -> None:
+    """Point 9: the reflection paid for on a rejected kernel is the lesson later prompts see, with its
+    suggestion for the next try; not a fixed string."""
+    wrong = SOURCE.replace("(x * w)", "(x * w * 2.0)")
+
+    def model(prompt: str) -> Reply:
+        if "what limits its speed" in prompt:
+            return Reply(DIAGNOSIS)
+        if "Look back at it" in prompt:
+            return Reply(
+                json.dumps({"expected": "e", "observed": "o", "lesson": "LESSON-R", "try_next": "TRY-R"})
+            )
+        return Reply(f"```python\n{wrong}```")
+
+    server.default = Respond(model)
+    result = task_fns.run_task(make_task(server, refine_tries=0), task_fns.WorkerContext("t"))
+    assert result.status == "rejected", result.reason
+    assert result.lesson == "LESSON-R Try next: TRY-R"

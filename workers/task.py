@@ -33,6 +33,7 @@ from beamsearch.state import Baseline, BeamEntry, FinalTiming, Task, TaskResult,
 from profiling.ncu import profile_kernel
 from profiling.roofline import classify
 from profiling.work import judge_time
+from prompts.records import Reflection
 from workers.gpu_lock import gpu_memory
 from workers.llm_client import MAX_WAIT_S, LLMClient, LLMConfig
 from workers.llm_service import ServiceClient, SharedDiagnosis, find_llm_service
@@ -180,9 +181,9 @@ def run_task(task: Task, ctx: WorkerContext) -> TaskResult:
         kernel = refined
     common |= dict(kernel=kernel, tries=tries)
     if not verdict.passed:
-        lesson = f"{kernel.note}: rejected ({verdict.status}: {verdict.reason[:160]})"
         with stages("reflect"):
             reflection = _reflect(llm, diagnosis, task, parent, kernel, None, verdict)
+        lesson = _lesson(reflection) or f"{kernel.note}: rejected ({verdict.status}: {verdict.reason[:160]})"
         return _done(TaskResult(status="rejected", reason=f"{verdict.status}: {verdict.reason}", lesson=lesson,
                                 reflection=reflection, exchanges=_exchanges(llm), **common), stages)  # fmt: skip
 
@@ -197,7 +198,7 @@ def run_task(task: Task, ctx: WorkerContext) -> TaskResult:
 
     with stages("reflect"):
         reflection = _reflect(llm, diagnosis, task, parent, kernel, ms, verdict)
-    lesson = reflection.lesson if reflection else _tuner_lesson(kernel, parent.median_ms, ms)
+    lesson = _lesson(reflection) or _tuner_lesson(kernel, parent.median_ms, ms)
     status, reason = ("suspect", f"{ms:.4f} ms is faster than the floor allows ({pct:.0f} % of floor)") if suspect \
         else ("ok", f"{ms:.4f} ms ({parent.median_ms / ms:.3f}x the parent)")  # fmt: skip
     if timing.timing.screened_above_ms is not None:
@@ -393,6 +394,13 @@ def _reflect(llm, diagnosis: Diagnosis, task: Task, parent: BeamEntry, kernel: K
     bottleneck = diagnosis.bottlenecks[task.direction % len(diagnosis.bottlenecks)]
     return llm.reflect(bottleneck, parent=parent.kernel, child=kernel, parent_ms=parent.median_ms, child_ms=ms,
                        verdict=verdict)  # fmt: skip
+
+
+def _lesson(reflection: Reflection | None) -> str:
+    """What later prompts show of a reflection: its lesson, and its suggestion for the next try."""
+    if reflection is None:
+        return ""
+    return reflection.lesson + (f" Try next: {reflection.try_next}" if reflection.try_next else "")
 
 
 def _tuner_lesson(kernel: Kernel, parent_ms: float, ms: float) -> str:
