@@ -94,4 +94,5 @@ def test_one_concurrency_limit_and_one_diagnosis_per_run(tmp_path) -> None:
         assert "what limits its speed" in (folder / r.task_id / "bottleneck_prompt.txt").read_text()
         assert r.diagnosis.source == "llm" and r.status == "no_proposal"
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["tokens"] == 3 * (11 + 7)  # one diagnosis and two rewrites; the pre-flight is not a task's
+    # one diagnosis, two rewrites and their repair requests; the pre-flight is not a task's
+    assert summary["tokens"] == 5 * (11 + 7)

@@ -86,7 +86,7 @@ def test_the_rewrite_prompt_carries_the_parents_time_and_the_floor(server) -> No
     """Point 4: not "Measured time: unknown"."""
     server.script(Reply(DIAGNOSIS), Reply("no code"))
     task_fns.run_task(make_task(server), task_fns.WorkerContext("t"))
-    (prompt,) = prompts_of(server, "# The bottleneck")
+    prompt = prompts_of(server, "# The bottleneck")[0]
     assert "Measured time: 4.8000 ms; floor 0.2500 ms (memory-bound)" in prompt
 
 
@@ -111,7 +111,11 @@ def test_without_a_bottleneck_the_directions_ask_for_different_changes(server) -
     )
     for direction in (0, 1):
         task_fns.run_task(make_task(server, direction=direction), task_fns.WorkerContext("t"))
-    first, second = (p.split("# The bottleneck")[-1][:400] for p in prompts_of(server, "# The bottleneck"))
+    first, second = (
+        p.split("# The bottleneck")[-1][:400]
+        for p in prompts_of(server, "# The bottleneck")
+        if "had no usable kernel" not in p
+    )
     assert first != second
 
 
@@ -150,3 +154,16 @@ def test_a_rejected_kernels_reflection_is_its_lesson(server) -> None:
     result = task_fns.run_task(make_task(server, refine_tries=0), task_fns.WorkerContext("t"))
     assert result.status == "rejected", result.reason
     assert result.lesson == "LESSON-R Try next: TRY-R"
+
+
+def test_a_reply_without_code_gets_one_repair_request(server) -> None:
+    """Point 12: like a diagnosis, a rewrite with no usable code is asked for once more, quoting the error."""
+    changed = SOURCE.replace("BLOCK_R = 4", "BLOCK_R = 8")
+    server.script(Reply("I would use wider blocks."), Reply(f"```python\n{changed}```"))
+    task = make_task(server)
+    llm = task_fns.make_llm(task.config, task.spec)
+    (kernel,) = llm.propose(task.parent.kernel, task_fns.rules_diagnosis(None), [])
+    assert "BLOCK_R = 8" in kernel.source
+    first, second = llm.exchanges
+    assert "has no ```python code block" in first.parse_error and not second.parse_error
+    assert "had no usable kernel" in second.prompt and "I would use wider blocks." in second.prompt

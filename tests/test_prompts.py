@@ -271,7 +271,7 @@ def test_a_missing_placeholder_is_named_with_the_available_ones() -> None:
 
 
 def test_the_package_has_one_file_per_template() -> None:
-    assert set(template_names()) == {"diagnose", "optimize", "refine", "refine_earlier", "reflect", "repair", "repeat", "rules"}
+    assert set(template_names()) == {"diagnose", "optimize", "refine", "refine_earlier", "reflect", "repair", "repair_code", "repeat", "rules"}
     assert load_template("diagnose") == load_template("diagnose.md")
 
 

@@ -32,7 +32,14 @@ from prompts.builders import (
     build_refinement_prompt,
     build_reflection_prompt,
 )
-from prompts.parsers import ReplyParseError, extract_kernel, parse_diagnosis, parse_reflection, repair_prompt
+from prompts.parsers import (
+    REPLY_CHARS_IN_REPAIR,
+    ReplyParseError,
+    extract_kernel,
+    parse_diagnosis,
+    parse_reflection,
+    repair_prompt,
+)
 from prompts.records import Reflection
 from prompts.templates import render_template
 from workers.llm_client import LLMCall, LLMClient
@@ -54,7 +61,7 @@ class DiagnosisReply(Record):
 # distinct asks, so two directions do not send the same prompt and get the same kernel back.
 GENERIC_TARGETS = [
     Bottleneck(category="memory", summary="no profile: move fewer bytes, in wider and coalesced accesses"),
-    Bottleneck(category="underutilized", summary="no profile: more work in flight (block sizes, warps, stages)"),
+    Bottleneck(category="underutilized", summary="no profile: more programs or more work in flight"),
     Bottleneck(category="compute", summary="no profile: fewer instructions per output element"),
 ]
 NO_CALL_STATUSES = frozenset({"timeout", "rate_limited", "server_error", "auth_error"})
@@ -180,19 +187,24 @@ class LLMProposer:
         return reflection
 
     def _kernel_from(self, purpose: Purpose, prompt: str, parent: Kernel, note: str) -> Kernel | None:
-        call = self.client.complete(prompt)
-        if call.status != "ok":
-            self._record(purpose, prompt, call, f"no reply: {call.status}: {call.reason}")
-            self.no_kernel_reasons.append(f"{purpose}: no reply: {call.status}: {call.reason[:200]}")
-            return None
-        try:
-            source = extract_kernel(call.text)
-        except ReplyParseError as e:
-            self._record(purpose, prompt, call, str(e))
-            self.no_kernel_reasons.append(f"{purpose}: {str(e)[:200]}")
-            return None
-        self._record(purpose, prompt, call)
-        return Kernel(source=source, origin="llm", parent_hash=parent.hash, note=note)
+        """A kernel from the model's reply; a reply with no usable code gets one repair request."""
+        for attempt in range(2):
+            call = self.client.complete(prompt)
+            if call.status != "ok":
+                self._record(purpose, prompt, call, f"no reply: {call.status}: {call.reason}")
+                self.no_kernel_reasons.append(f"{purpose}: no reply: {call.status}: {call.reason[:200]}")
+                return None
+            try:
+                source = extract_kernel(call.text)
+            except ReplyParseError as e:
+                self._record(purpose, prompt, call, str(e))
+                self.no_kernel_reasons.append(f"{purpose}{' (asked again)' if attempt else ''}: {str(e)[:200]}")
+                values = {"error": str(e), "reply": call.text[:REPLY_CHARS_IN_REPAIR].strip() or "(empty)"}
+                prompt = f"{prompt}\n\n{render_template('repair_code', values, self.template_dir)}"
+                continue
+            self._record(purpose, prompt, call)
+            return Kernel(source=source, origin="llm", parent_hash=parent.hash, note=note)
+        return None
 
     def _mark_repeat(self, repeated: str, prefix: str = "", purpose: Purpose = "optimize") -> None:
         """The last exchange's kernel repeats ``repeated``: not used, and said so."""
