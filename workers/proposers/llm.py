@@ -57,12 +57,12 @@ class DiagnosisReply(Record):
     bottlenecks: list[Bottleneck]
 
 
-# Directions when neither the model nor the roofline names a bottleneck (no profile: CPU runs, no ncu):
-# distinct asks, so two directions do not send the same prompt and get the same kernel back.
+# Directions beyond the diagnosis's bottlenecks (all of them when there is none: no profile, as on the
+# CPU): distinct asks, so no two directions send the same prompt and get the same kernel back.
 GENERIC_TARGETS = [
-    Bottleneck(category="memory", summary="no profile: move fewer bytes, in wider and coalesced accesses"),
-    Bottleneck(category="underutilized", summary="no profile: more programs or more work in flight"),
-    Bottleneck(category="compute", summary="no profile: fewer instructions per output element"),
+    Bottleneck(category="memory", summary="move fewer bytes, in wider and coalesced accesses"),
+    Bottleneck(category="underutilized", summary="more programs, or more independent work in flight per program"),
+    Bottleneck(category="compute", summary="fewer instructions per output element"),
 ]
 NO_CALL_STATUSES = frozenset({"timeout", "rate_limited", "server_error", "auth_error"})
 
@@ -121,10 +121,11 @@ class LLMProposer:
 
     def propose(self, parent: Kernel, diagnosis: Diagnosis, history: list[Attempt], *, direction: int = 0,
                 measured_ms: float | None = None, floor: Floor | None = None) -> list[Kernel]:  # fmt: skip
-        """``per_call`` rewrites, the i-th aimed at bottleneck ``direction + i``; ``measured_ms`` and ``floor``
+        """``per_call`` rewrites, the i-th aimed at bottleneck ``direction + i`` (past the diagnosed ones, at
+        generic directions); ``measured_ms`` and ``floor``
         (the parent's) go in the prompt. A repeat of the parent or of an earlier attempt is asked for
         once more, saying so; ``no_kernel_reasons`` says why a request gave no kernel."""
-        targets = diagnosis.bottlenecks or rules_diagnosis(diagnosis.roofline).bottlenecks or GENERIC_TARGETS
+        targets = (diagnosis.bottlenecks or rules_diagnosis(diagnosis.roofline).bottlenecks) + GENERIC_TARGETS
         tried = {a.kernel_hash: f"an earlier attempt ({a.note[:80]})" for a in history}
         tried[parent.hash] = "its parent kernel"
         self.no_kernel_reasons = []
