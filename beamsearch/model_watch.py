@@ -7,14 +7,11 @@ run's ``on_model_lost`` says what follows: stop (resumable), or go on with the o
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 from beamsearch.config import SearchConfig
 from beamsearch.state import TaskResult
 from workers.proposers.llm import model_unreachable
-
-RECHECK_S = 30.0  # after a check the model passed, other tasks' failures within this window are not rechecked
 
 
 class ModelLost(RuntimeError):
@@ -30,9 +27,11 @@ def preflight(config: SearchConfig) -> None:
 
 
 class ModelWatch:
+    """Checks at every task that got no reply at all: one tiny request each, and no window in which a
+    burst of failures after a passed check goes unchecked (the run's last tasks may be that burst)."""
+
     def __init__(self, check: Callable[[SearchConfig], None] = preflight) -> None:
         self.check = check
-        self.checked_ok_at = float("-inf")
 
     def lost(self, result: TaskResult, config: SearchConfig) -> str:
         """Why the model is gone, or "" while it answers (or the run has none)."""
@@ -41,11 +40,10 @@ class ModelWatch:
         if not config.llm or result.status != "no_proposal":
             return ""
         failure = model_unreachable(result.exchanges)
-        if not failure or time.monotonic() - self.checked_ok_at < RECHECK_S:
+        if not failure:
             return ""
         try:
             self.check(config)
         except LLMUnavailable as e:
             return f"{e}; task {result.task_id}'s requests got no reply either ({failure[:300]})"
-        self.checked_ok_at = time.monotonic()
         return ""
