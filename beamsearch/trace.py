@@ -159,7 +159,7 @@ def published_files(result: TaskResult, problem: str) -> dict[str, str]:
 
 def _reply_text(exchange: Exchange) -> str:
     """The model's reply; where there was none (timeout, HTTP error), what happened instead."""
-    return exchange.call.text or f"(no reply: {exchange.parse_error or exchange.call.status})\n"
+    return exchange.call.text or f"({exchange.parse_error or 'no reply: ' + exchange.call.status})\n"
 
 
 def _call_line(e: Exchange) -> str:
