@@ -32,6 +32,8 @@ from beamsearch.state import BeamState
 from beamsearch.trace import TraceWriteError, TraceWriter
 
 CPU_WORKERS = 2
+RESUME_MAY_CHANGE = {"rounds", "quiet", "api_base", "api_key_env", "llm_timeout_s", "llm_retries", "llm_concurrency",
+                     "on_model_lost"}  # fmt: skip
 
 
 def parse_args(argv: list[str] | None) -> tuple[SearchConfig, bool, set[str]]:
@@ -93,8 +95,9 @@ def main(argv: list[str] | None = None) -> int:
     trace = TraceWriter(out)
     kernel = None if resume else _starting_kernel(config, problem)
     previous = _previous_state(trace, resume, out)
-    if previous is not None:  # the run's own options hold; only more rounds or a quieter display may be asked
-        config = previous.config.model_copy(update={k: getattr(config, k) for k in given & {"rounds", "quiet"}})
+    if previous is not None:  # the run's own options hold, but for more rounds, the display and how to reach
+        # the model (a run stopped because its model went away resumes with the model's new address)
+        config = previous.config.model_copy(update={k: getattr(config, k) for k in given & RESUME_MAY_CHANGE})
     if config.replay and not Path(config.replay).is_dir():
         fail(f"--replay {config.replay}: not a folder")
     if config.llm:

@@ -48,8 +48,23 @@ def test_a_model_lost_mid_run_stops_it_resumably(tmp_path) -> None:
     lost = [e for e in _events(done.stdout.splitlines()) if e["event"] == "model_lost"]
     assert lost and lost[0]["action"] == "stop"
     assert BeamState.model_validate_json((out / "state.json").read_text()).round == 0
-    # the task that found the model gone is not recorded as finished: a resumed run asks again
+    # the task that found the model gone is not recorded as finished: a resumed run asks again, at the
+    # model's new address
     assert not list(out.glob("optimization_trace/round_1/candidates/*/result.json"))
+    with ScriptedLLMServer(default=Respond(_back_again)) as server:
+        again = run_cli("--resume", "--out", str(out), "--api-base", server.api_base, "--quiet", timeout=400)
+    assert again.returncode == 0, again.stderr[-3000:]
+    results = [
+        TaskResult.model_validate_json(p.read_text())
+        for p in out.glob("optimization_trace/round_1/candidates/*/result.json")
+    ]
+    assert len(results) == 2 and all("BACK-AGAIN" in r.exchanges[-1].call.text for r in results), [
+        r.reason for r in results
+    ]
+
+
+def _back_again(prompt: str) -> Reply:
+    return Reply("OK" if "Reply with the word OK" in prompt else "BACK-AGAIN, but no code")
 
 
 def test_a_model_lost_mid_run_hands_the_rest_to_the_tuner(tmp_path) -> None:
