@@ -53,6 +53,7 @@ def build_diagnosis_prompt(
     dtype: str = "bf16",
     max_bottlenecks: int = DEFAULT_MAX_BOTTLENECKS,
     template_dir: Path | None = None,
+    interpreted: bool = False,
 ) -> str:
     """Ask for ``max_bottlenecks`` ranked bottlenecks as a JSON array of ``Bottleneck``.
 
@@ -64,7 +65,7 @@ def build_diagnosis_prompt(
     values = {
         "gpu": sections.format_peaks(peaks),
         "roofline": sections.format_roofline(roofline),
-        "floor": sections.format_floor(floor, measured_ms),
+        "floor": sections.format_floor(floor, measured_ms, interpreted),
         "metrics": sections.format_metrics(profile),
         "dtype": dtype,
         "problem_source": problem_source.strip(),
@@ -86,13 +87,14 @@ def build_optimization_prompt(
     dtype: str = "bf16",
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
     template_dir: Path | None = None,
+    interpreted: bool = False,
 ) -> str:
     """Ask for one complete rewritten file aimed at ``bottleneck``; the last ``max_attempts`` attempts
     (oldest first) are shown with their outcomes and lessons."""
     values = {
         "problem_source": problem_source.strip(),
         "kernel_source": kernel_source.strip(),
-        "performance": sections.format_performance(measured_ms, floor),
+        "performance": sections.format_performance(measured_ms, floor, interpreted),
         "bottleneck": sections.format_bottleneck(bottleneck),
         "attempts": sections.format_attempts(attempts, max_attempts),
         "dtype": dtype,

@@ -63,8 +63,11 @@ def format_roofline(roofline: Roofline | None) -> str:
     return "\n".join(lines)
 
 
-def format_floor(floor: Floor | None, measured_ms: float | None) -> str:
-    measured = f"Measured time: {format_ms(measured_ms)}"
+INTERPRETED = " (in Triton's interpreter on a CPU: compare it only with other times of this run, never with GPU numbers)"
+
+
+def format_floor(floor: Floor | None, measured_ms: float | None, interpreted: bool = False) -> str:
+    measured = f"Measured time: {format_ms(measured_ms)}" + (INTERPRETED if interpreted and measured_ms else "")
     if floor is None:
         return f"{measured}\nFloor: unknown."
     lines = [
@@ -81,9 +84,9 @@ def format_floor(floor: Floor | None, measured_ms: float | None) -> str:
     return "\n".join(lines)
 
 
-def format_performance(measured_ms: float | None, floor: Floor | None) -> str:
-    """One line: the time, and where it stands against the floor."""
-    line = f"Measured time: {format_ms(measured_ms)}"
+def format_performance(measured_ms: float | None, floor: Floor | None, interpreted: bool = False) -> str:
+    """One line: the time, and where it stands against the floor; ``interpreted``: a CPU run's time."""
+    line = f"Measured time: {format_ms(measured_ms)}" + (INTERPRETED if interpreted and measured_ms else "")
     if floor is not None:
         line += f"; floor {floor.floor_ms:.4f} ms ({floor.bound}-bound)"
         if measured_ms:

@@ -87,7 +87,10 @@ def test_the_rewrite_prompt_carries_the_parents_time_and_the_floor(server) -> No
     server.script(Reply(DIAGNOSIS), Reply("no code"))
     task_fns.run_task(make_task(server), task_fns.WorkerContext("t"))
     prompt = prompts_of(server, "# The bottleneck")[0]
-    assert "Measured time: 4.8000 ms; floor 0.2500 ms (memory-bound)" in prompt
+    assert "Measured time: 4.8000 ms (in Triton's interpreter on a CPU" in prompt  # point 12: said so
+    assert "floor 0.2500 ms (memory-bound)" in prompt
+    diagnosis = prompts_of(server, "what limits its speed")[0]
+    assert "Measured time: 4.8000 ms (in Triton's interpreter on a CPU" in diagnosis
 
 
 def test_a_failed_diagnosis_is_asked_for_again_by_the_next_task(server) -> None:

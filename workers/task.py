@@ -374,7 +374,8 @@ def make_llm(config: SearchConfig, spec: RunSpec, task_id: str = "") -> LLMPropo
     service = find_llm_service()
     deadline = time.time() + LLM_SHARE * config.task_timeout_s
     client = ServiceClient(service, task_id, deadline) if service is not None else LLMClient(llm_config(config))
-    return LLMProposer(client, Path(spec.problem_path).read_text(), dtype=spec.dtype)
+    return LLMProposer(client, Path(spec.problem_path).read_text(), dtype=spec.dtype,
+                       interpreted=not spec.device.startswith("cuda"))  # fmt: skip
 
 
 def _peaks(spec: RunSpec, profile: Profile | None):

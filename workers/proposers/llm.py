@@ -87,8 +87,9 @@ class LLMProposer:
     name = "llm"
 
     def __init__(self, client: LLMClient, problem_source: str, *, per_call: int = 1, dtype: str = "bf16",
-                 template_dir: Path | None = None) -> None:  # fmt: skip
+                 template_dir: Path | None = None, interpreted: bool = False) -> None:  # fmt: skip
         self.client = client
+        self.interpreted = interpreted  # times are Triton's interpreter's on a CPU: the prompts say so
         self.problem_source = problem_source
         self.per_call = per_call
         self.dtype = dtype
@@ -101,7 +102,7 @@ class LLMProposer:
         prompt = build_diagnosis_prompt(
             problem_source=self.problem_source, kernel_source=kernel.source, peaks=peaks, profile=profile,
             roofline=roofline, floor=floor, measured_ms=measured_ms, dtype=self.dtype,
-            max_bottlenecks=max_bottlenecks, template_dir=self.template_dir,
+            max_bottlenecks=max_bottlenecks, template_dir=self.template_dir, interpreted=self.interpreted,
         )  # fmt: skip
         for purpose in ("diagnose", "repair"):
             call = self.client.complete(prompt, json_schema=DiagnosisReply.model_json_schema())
@@ -135,6 +136,7 @@ class LLMProposer:
             prompt = build_optimization_prompt(
                 problem_source=self.problem_source, kernel_source=parent.source, bottleneck=bottleneck,
                 attempts=history, measured_ms=measured_ms, floor=floor, dtype=self.dtype, template_dir=self.template_dir,
+                interpreted=self.interpreted,
             )  # fmt: skip
             note = f"LLM rewrite for: {bottleneck.summary[:80]}"
             kernel = self._kernel_from("optimize", prompt, parent, note=note)
