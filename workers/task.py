@@ -363,8 +363,9 @@ def llm_config(config: SearchConfig) -> LLMConfig:
 
 
 def _longest_diagnosis_s(config: SearchConfig) -> float:
-    """A diagnosis and its repair request, every attempt timing out, with the longest backoffs."""
-    return 2 * (config.llm_timeout_s + MAX_WAIT_S) * (config.llm_retries + 1)
+    """A diagnosis and its repair request, every attempt timing out, with the longest backoffs; never
+    past the diagnosing task's own deadline for the model (``make_llm``)."""
+    return min(2 * (config.llm_timeout_s + MAX_WAIT_S) * (config.llm_retries + 1), LLM_SHARE * config.task_timeout_s)
 
 
 def make_llm(config: SearchConfig, spec: RunSpec, task_id: str = "") -> LLMProposer:
