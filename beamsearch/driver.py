@@ -148,17 +148,22 @@ class Driver:
             finalists.append(state.input)
         retimed: list[FinalTiming] = self.pool.call("retime", state.spec, finalists) if finalists else []
         self.display.event("retime", timings=[t.model_dump() for t in retimed])
-        timed = [t for t in retimed if t.median_ms is not None]
-        best_t = min(timed, key=lambda t: t.median_ms, default=None)
+        notes = [t.note for t in retimed if t.note]
+        for note in notes:
+            self.display.event("retime_note", note=note)
+        # Only a re-timing that passed crowns: a failed one was retried alone (workers.task.final_timing).
+        timed = [t for t in retimed if t.crowned_ms is not None]
+        best_t = min(timed, key=lambda t: t.crowned_ms, default=None)
         best = next((e for e in finalists if best_t and e.id == best_t.id), None)
         input_t = next((t for t in retimed if t.id == "input"), None)
-        input_ms = input_t.median_ms if input_t and input_t.median_ms else (state.input.median_ms if state.input else None)
-        best_ms = best_t.median_ms if best_t else None
+        input_ms = input_t.crowned_ms if input_t and input_t.crowned_ms else (state.input.median_ms if state.input else None)
+        best_ms = best_t.crowned_ms if best_t else None
         by_label = {b.label: b.median_ms for b in state.baselines}
         floor_pct = 100.0 * state.floor.floor_ms / best_ms if state.floor and best_ms else None
         summary = Summary(
             problem=self.problem, config=state.config, spec=state.spec, versions=self.versions, gpu_name=state.gpu_name,
             baselines=state.baselines, input_ms=input_ms, floor=state.floor, rounds=state.rounds, final_retime=retimed,
+            retime_notes=notes,
             best_id=best.id if best else None, best_ms=best_ms, best_round=best.round if best else None,
             speedup_vs_input=_ratio(input_ms, best_ms), speedup_vs_eager=_ratio(by_label.get("eager"), best_ms),
             speedup_vs_compile=_ratio(by_label.get("compile"), best_ms), pct_of_floor=floor_pct,

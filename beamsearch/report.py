@@ -313,9 +313,13 @@ def best_round_text(run: Run) -> str:
             links.append(f"[{BEST_KERNEL_FILE}]({BEST_KERNEL_FILE})")
         lines.append("Files: " + ", ".join(links) + ".")
     if run.summary and run.summary.final_retime:
-        lines += ["", "The beam and the input re-timed side by side at the end (the best is chosen here):", "",
-                  md_table(("kernel", "median ms", "status"),
-                           [[f"`{t.id}`", fmt_ms(t.median_ms), t.status] for t in run.summary.final_retime])]  # fmt: skip
+        lines += ["", "The beam and the input re-timed side by side at the end (the best is chosen here, among "
+                  "re-timings that passed; one that failed a check was timed again alone):", "",
+                  md_table(("kernel", "median ms", "status", "first re-timing failed"),
+                           [[f"`{t.id}`", fmt_ms(t.median_ms), t.status, t.retried_alone_after or "-"]
+                            for t in run.summary.final_retime])]  # fmt: skip
+        notes = [t.note for t in run.summary.final_retime if t.note]
+        lines += ["", *[f"- {note}" for note in notes]] if notes else []
     return "\n".join(lines)
 
 

@@ -171,9 +171,32 @@ class BeamState(Record):
 
 
 class FinalTiming(Record):
+    """One finalist's re-timing. Only one whose status is ``ok`` has a time and can be crowned: a re-timing
+    that failed is taken again alone (``retried_alone_after`` keeps the first failure), and a kernel whose
+    time alone fails too keeps no time."""
+
     id: str
     median_ms: float | None
-    status: str
+    status: str = Field(description="ok; failed: <reason>; or inconclusive: <reason> (failed alone only checks "
+                        "other processes on the GPU can fail: not ranked, not held against the kernel)")
+    medians_ms: list[float] = Field([], description="the passing re-timings' medians (the interleaved ones and "
+                                    "the one alone), of which median_ms is the median")
+    retried_alone_after: str = Field("", description="the first re-timing that failed: status and reason")
+
+    @property
+    def crowned_ms(self) -> float | None:
+        """The time the finalist competes with: only a re-timing that passed (alone, after any failure)."""
+        return self.median_ms if self.status == "ok" else None
+
+    @property
+    def note(self) -> str:
+        """What happened to a finalist whose re-timing did not simply pass; empty when it did."""
+        if not self.retried_alone_after:
+            return "" if self.status == "ok" else f"{self.id}: {self.status}; not crowned"
+        first = f"{self.id}: a re-timing failed ({self.retried_alone_after}); timed again alone, "
+        if self.crowned_ms is not None:
+            return first + f"it passed: {self.crowned_ms:.4g} ms counts"
+        return first + f"{self.status}; not crowned"
 
 
 class Summary(Record):
@@ -187,6 +210,8 @@ class Summary(Record):
     floor: Floor | None = None
     rounds: list[RoundRecord]
     final_retime: list[FinalTiming] = Field([], description="the beam re-timed side by side at the end")
+    retime_notes: list[str] = Field([], description="finalists whose re-timing failed: retried alone, and how "
+                                    "that went (``FinalTiming.note``)")
     best_id: str | None
     best_ms: float | None
     best_round: int | None

@@ -130,8 +130,7 @@ def time_candidate(spec: RunSpec, path: str, seed: int, verdict: Verdict, screen
     oom = out_of_gpu_memory(spec, timing.status == "ok", timing.reason)
     if not (oom or disturbed_by_other_jobs(spec, timing)):
         return timing
-    with gpu_memory(spec.device, alone=True):
-        again = time_target(spec, path, seed=seed, exclusive=True, screen_above_ms=screen_above_ms)
+    again = time_alone(spec, path, seed=seed, screen_above_ms=screen_above_ms)
     return again.model_copy(update={"retried_alone_after": f"{timing.status}: {timing.reason}"[:500]})
 
 
@@ -272,18 +271,47 @@ def problem_floor_or_none(spec: RunSpec) -> tuple[Floor | None, str, str]:
 
 
 def retime(spec: RunSpec, entries: list[BeamEntry], ctx: WorkerContext, rounds: int = 2) -> list[FinalTiming]:
-    """The beam's kernels timed side by side, interleaved ``rounds`` times; the median of medians counts."""
+    """The beam's kernels timed side by side, interleaved ``rounds`` times; the median of the passing
+    medians counts (``final_timing``)."""
     paths = {e.id: ctx.kernel_file(f"retime-{e.id}", e.kernel) for e in entries}
-    medians: dict[str, list[float]] = {e.id: [] for e in entries}
-    status: dict[str, str] = {e.id: "ok" for e in entries}
+    results: dict[str, list[TimingResult]] = {e.id: [] for e in entries}
     for _ in range(rounds):
         for e in entries:
-            result = time_target(spec, paths[e.id])
-            if result.median_ms is None:
-                status[e.id] = f"{result.status}: {result.reason}"[:200]
-            else:
-                medians[e.id].append(result.median_ms)
-    return [FinalTiming(id=i, median_ms=sorted(m)[len(m) // 2] if m else None, status=status[i]) for i, m in medians.items()]
+            results[e.id].append(time_target(spec, paths[e.id]))
+    return [final_timing(spec, i, paths[i], r) for i, r in results.items()]
+
+
+def final_timing(spec: RunSpec, cand_id: str, path: str, results: list[TimingResult]) -> FinalTiming:
+    """One finalist's re-timings judged. One that failed a check puts the kernel's other, passing ones in
+    doubt: it is timed once more alone (``time_alone``), as in-round timings are, and keeps a time only if
+    that passes. Failed alone too, it has no time: ``inconclusive`` when only checks other processes on the
+    GPU can fail were failed (``disturbed_by_other_jobs``), else ``failed``; the first failure is kept."""
+    medians = [r.median_ms for r in results if r.median_ms is not None]
+    failed = next((r for r in results if r.median_ms is None), None)
+    first = ""
+    if failed is not None:
+        first = _status_line(failed)
+        again = time_alone(spec, path)
+        if again.median_ms is None:
+            verdict = "inconclusive" if disturbed_by_other_jobs(spec, again) else "failed"
+            return FinalTiming(id=cand_id, median_ms=None, status=f"{verdict}: {_status_line(again)}"[:300],
+                               medians_ms=medians, retried_alone_after=first)  # fmt: skip
+        medians.append(again.median_ms)
+    median = sorted(medians)[len(medians) // 2] if medians else None
+    status = "ok" if medians else "failed: not timed"
+    return FinalTiming(id=cand_id, median_ms=median, status=status, medians_ms=medians, retried_alone_after=first)
+
+
+def time_alone(spec: RunSpec, path: str, **knobs: object) -> TimingResult:
+    """A timing with the GPU to itself: no other job of any worker runs (``gpu_memory`` alone), and the
+    timing child holds the measurement lock from start to end."""
+    with gpu_memory(spec.device, alone=True):
+        return time_target(spec, path, exclusive=True, **knobs)
+
+
+def _status_line(timing: TimingResult) -> str:
+    line = timing.reason if timing.status == "failed" else f"{timing.status}: {timing.reason}"
+    return line[:300]
 
 
 def parent_measure(parent: BeamEntry, spec: RunSpec, profile_on: bool, ctx: WorkerContext) -> tuple[Profile | None, Roofline | None]:
