@@ -33,7 +33,7 @@ from workers.child_process import serve
 from workers.clock import InputNudger, measure, timing_checks
 from workers.compare import compare
 from workers.compiled_code import launch_hash
-from workers.gpu_lock import gpu_lock, lock_folder
+from workers.gpu_lock import gpu_in_use, gpu_lock, lock_folder
 from workers.integrity import BackgroundWork, Snapshot, ThreadStarts, install_thread_tripwire
 from workers.problem_instance import (
     ProblemInstance,
@@ -155,6 +155,7 @@ def _time_in_child(req: TimingRequest, alone: contextlib.ExitStack) -> TimingRes
         select_device(spec)
         if req.exclusive:
             waited_s = alone.enter_context(gpu_lock(spec.device, req.lock_dir))
+        alone.enter_context(gpu_in_use(spec.device, req.lock_dir))  # set aside while measuring (gpu_lock)
         instance = instantiate(load_problem_module(spec), spec, req.seed)
         steps.end("inputs")
         with torch.no_grad():

@@ -47,7 +47,7 @@ from workers.binding import model_values
 from workers.child_process import TAIL_CHARS, serve, use_one_work_queue
 from workers.clock import expected_measure_s, timing_checks
 from workers.compare import compare
-from workers.gpu_lock import gpu_lock, gpu_slot
+from workers.gpu_lock import gpu_in_use, gpu_lock, gpu_slot
 from workers.kernel_runner import KernelProcess, KernelProcessDied, KernelProcessHung
 from workers.problem_instance import (
     TORCH_DTYPES,
@@ -116,11 +116,12 @@ def verify(req: VerifyRequest, runner: KernelProcess) -> Verdict:
         with gpu_lock(req.spec.device) if req.exclusive else contextlib.nullcontext():
             # The slot (a memory budget) covers the checks only: a timing waiting for the measurement lock
             # (behind a profile, say) must not keep other workers' verifications from starting.
-            with gpu_slot(req.spec.device, "verify", req.slots):
+            with gpu_slot(req.spec.device, "verify", req.slots), gpu_in_use(req.spec.device):
                 checks.steps.end("slot_taken")
                 kernel, module, pool = _verify(req, checks, runner)
             if req.timing is not None:
-                timing = time_after_checks(req, kernel, module, pool, checks.sandbox)
+                with gpu_in_use(req.spec.device):  # set aside while measuring (gpu_lock)
+                    timing = time_after_checks(req, kernel, module, pool, checks.sandbox)
                 checks.steps.end("timed")
     except Failed as f:
         status, reason, tb = f.status, f.reason, f.tb
