@@ -31,6 +31,8 @@ TaskStatus = Literal[
     "ok",  # verified and timed
     "rejected",  # failed verification (after any refinement)
     "not_timed",  # verified, but the timing failed
+    "inconclusive",  # verified; its timing failed, alone too, only checks other processes on the GPU can fail:
+    # not ranked, and not held against the kernel
     "no_proposal",  # the proposer had nothing new for this parent and direction
     "duplicate",  # same code (source, or compiled code and no faster) as a kernel already seen in this run
     "suspect",  # timed faster than the physical floor allows: not accepted

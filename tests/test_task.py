@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from beamsearch.config import SearchConfig
-from beamsearch.schema import Kernel, RunSpec, Timing, TimingResult, Verdict
+from beamsearch.schema import CheckResult, Kernel, RunSpec, Timing, TimingResult, Verdict
 from beamsearch.state import BeamEntry, Task
 from tests.conftest import DATA
 from workers import task as task_module
@@ -46,3 +46,32 @@ def test_a_screened_timing_that_passed_is_ranked_and_says_it_stopped_early(monke
     result = _run(monkeypatch, _timing("ok", 9.0, screened_above_ms=6.0))
     assert result.status == "ok" and result.median_ms == 9.0 and result.screened
     assert "timing stopped after 10 repetitions" in result.reason
+
+
+def _contended(check: str) -> TimingResult:
+    failed = _timing("failed", 0.5).model_copy(update={"reason": f"{check}: d"})
+    return failed.model_copy(update={"checks": [CheckResult(name=check, passed=False, detail="d")]})
+
+
+@pytest.mark.parametrize(("alone", "status"), [("current_stream", "inconclusive"), ("clocks_agree", "inconclusive"),
+                                               ("output_after_timing", "not_timed")])  # fmt: skip
+def test_a_timing_disturbed_twice_is_inconclusive_not_a_failure(monkeypatch, tmp_path, alone, status) -> None:
+    """On a GPU, a timing failed only by a check other processes can fail is taken again alone; failed the
+    same way alone (another user's job takes no lock), the candidate is inconclusive: not ranked, and not
+    a failure of the kernel. A wrong answer alone is the kernel's own: not_timed."""
+    monkeypatch.setenv("BEAMSEARCH_LOCK_DIR", str(tmp_path))  # gpu_memory's files; no CUDA is opened
+    first = _contended("current_stream")
+    passed = Verdict(passed=True, status="ok", reason="all checks passed", kernel_path="k.py", timing=first)
+    monkeypatch.setattr(task_module, "verify_candidate", lambda *a, **k: passed)
+    tried: list[bool] = []
+    monkeypatch.setattr(task_module, "time_target", lambda spec, path, exclusive=False, **k: tried.append(exclusive)
+                        or _contended(alone))  # fmt: skip
+    spec = RunSpec(problem_path=str(DATA / "scale_rows_problem.py"), shapes="small", device="cuda")
+    parent = BeamEntry(id="input", kernel=Kernel(source=START.read_text(), origin="input"), median_ms=5.0, round=0)
+    config = SearchConfig(problem="p", profile=False)
+    task = Task(id="r1-t0", round=1, direction=0, parent=parent, spec=spec, config=config)
+    result = run_task(task, WorkerContext("w0"))
+    assert tried == [True] and result.status == status and result.median_ms is None
+    assert result.timing.retried_alone_after == "failed: current_stream: d" and f"{alone}: d" in result.reason
+    if status == "inconclusive":
+        assert "not held against the kernel" in result.reason

@@ -114,9 +114,10 @@ def verify_candidate(spec: RunSpec, path: str, seeds: list[int], slots: int, scr
 
 
 def disturbed_by_other_jobs(spec: RunSpec, timing: TimingResult) -> bool:
-    """A GPU timing that failed only a check other processes' GPU work can fail: the measurement lock keeps
-    other timings and profiles out, not other workers' verifications, whose kernels share the GPU's time
-    and delay the host's wake-ups and the device-wide end events."""
+    """A GPU timing that failed only a check other processes' GPU work can fail: their kernels share the GPU's
+    time and delay the host's wake-ups and the device-wide end events. The GPU's use lock (``gpu_lock``)
+    keeps every beamsearch job of the node off the GPU while it measures, but not another user's
+    processes, which take no lock; nor, on the first try, whatever started before a timing failed."""
     failed = {c.name for c in timing.checks if not c.passed}
     return spec.device.startswith("cuda") and timing.status == "failed" and bool(failed) and failed <= CONTENDED_CHECKS
 
@@ -132,6 +133,24 @@ def time_candidate(spec: RunSpec, path: str, seed: int, verdict: Verdict, screen
         return timing
     again = time_alone(spec, path, seed=seed, screen_above_ms=screen_above_ms)
     return again.model_copy(update={"retried_alone_after": f"{timing.status}: {timing.reason}"[:500]})
+
+
+def inconclusive(spec: RunSpec, timing: TimingResult) -> bool:
+    """A timing retried alone that failed again only checks other processes' GPU work can fail: beamsearch's
+    own jobs were kept off the GPU (``gpu_lock``), so another tenant may have disturbed both tries. The
+    kernel gets no time, and no failure either."""
+    return bool(timing.retried_alone_after) and disturbed_by_other_jobs(spec, timing)
+
+
+def _untimed_status(spec: RunSpec, timing: TimingResult) -> str:
+    return "inconclusive" if inconclusive(spec, timing) else "not_timed"
+
+
+def _untimed_reason(spec: RunSpec, timing: TimingResult) -> str:
+    if inconclusive(spec, timing):
+        return (f"timing inconclusive: it failed only checks other processes on the GPU can fail, beside other jobs "
+                f"({timing.retried_alone_after}) and alone ({timing.reason}); not ranked, not held against the kernel")  # fmt: skip
+    return f"timing {timing.status}: {timing.reason}"
 
 
 def profile_candidate(spec: RunSpec, path: str, seed: int) -> Profile:
@@ -185,7 +204,7 @@ def run_task(task: Task, ctx: WorkerContext) -> TaskResult:
     gpu_s = _held_s(timing)
     ms = timing.median_ms
     if ms is None:
-        return _done(TaskResult(status="not_timed", reason=f"timing {timing.status}: {timing.reason}", timing=timing,
+        return _done(TaskResult(status=_untimed_status(spec, timing), reason=_untimed_reason(spec, timing), timing=timing,
                                 gpu_measure_s=gpu_s, exchanges=_exchanges(llm), **common), stages)  # fmt: skip
     pct, suspect = judge_time(task.floor, ms) if task.floor and spec.device.startswith("cuda") else (None, False)
 
@@ -232,7 +251,7 @@ def measure_input(task: Task, ctx: WorkerContext) -> TaskResult:
     with stages("time"):
         timing = time_candidate(spec, path, seeds[0], verdict)
     if timing.median_ms is None:
-        return _done(TaskResult(status="not_timed", reason=f"timing {timing.status}: {timing.reason}", tries=tries,
+        return _done(TaskResult(status=_untimed_status(spec, timing), reason=_untimed_reason(spec, timing), tries=tries,
                                 timing=timing, **common), stages)  # fmt: skip
     profile, roofline = None, None
     if task.config.profile and spec.device.startswith("cuda"):
