@@ -26,6 +26,7 @@ import json, sys, time
 from pathlib import Path
 from workers import gpu_lock as locks
 locks.device_key = lambda device: {gpu!r}
+locks._gpu_visible = lambda: True
 kind, lock_dir, hold_s, name = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
 take = locks.gpu_in_use if kind == "use" else locks.gpu_lock
 Path(lock_dir, name + ".asked").touch()
@@ -61,6 +62,7 @@ def _held(proc: subprocess.Popen) -> dict:
 @pytest.fixture
 def fake_gpu(monkeypatch):
     monkeypatch.setattr(locks, "device_key", lambda device: FAKE_GPU)
+    monkeypatch.setattr(locks, "_gpu_visible", lambda: True)
 
 
 def test_a_measurement_waits_for_running_jobs_and_keeps_new_ones_out(tmp_path) -> None:
@@ -119,3 +121,12 @@ def test_the_cpu_takes_no_use_lock(tmp_path) -> None:
     with gpu_in_use("cpu", str(tmp_path)) as waited_s, gpu_lock("cpu", str(tmp_path)):
         assert waited_s == 0.0
     assert not list(tmp_path.glob("use-*"))
+
+
+def test_a_job_asking_for_a_gpu_where_none_is_visible_takes_no_lock_and_raises_nothing(tmp_path) -> None:
+    """The job itself reports the missing GPU (``problem_error``), not the lock."""
+    import torch
+
+    with gpu_in_use("cuda", str(tmp_path)) as waited_s:
+        assert waited_s < 1.0
+    assert torch.cuda.is_available() or not list(tmp_path.glob("use-*"))

@@ -73,8 +73,9 @@ def gpu_lock(device: str, lock_dir: str = "") -> Iterator[float]:
 def gpu_in_use(device: str, lock_dir: str = "") -> Iterator[float]:
     """Share the GPU's use lock while running GPU work outside a measurement; yields the seconds waited (for
     a measurement in progress, or one waiting). Nested uses in a process share one hold; inside this
-    process's own ``gpu_lock`` it is a no-op. No-op on the CPU."""
-    if not device.startswith("cuda"):
+    process's own ``gpu_lock`` it is a no-op. No-op on the CPU, and where no GPU is visible (the job itself
+    says so)."""
+    if not (device.startswith("cuda") and _gpu_visible()):
         yield 0.0
         return
     path = _use_path(lock_folder(lock_dir), device)
@@ -92,6 +93,12 @@ def gpu_in_use(device: str, lock_dir: str = "") -> Iterator[float]:
 # This process's holds of use locks: shared (open file, nested holders), and alone.
 _SHARED: dict[Path, tuple[IO[str], int]] = {}
 _HELD_ALONE: set[Path] = set()
+
+
+def _gpu_visible() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
 
 
 def _use_path(folder: Path, device: str) -> Path:
