@@ -49,7 +49,17 @@ def run(out: Path, problem: str, limit_s: float, tree: Path, extra: list[str]) -
     procs: list[tuple[Path, subprocess.Popen]] = []
     for name in ("search-a", "search-b"):
         folder = out / name
-        args = [sys.executable, "-m", "beamsearch.run", "--problem", problem, "--out", str(folder), *SEARCH_ARGS, *extra]
+        args = [
+            sys.executable,
+            "-m",
+            "beamsearch.run",
+            "--problem",
+            problem,
+            "--out",
+            str(folder),
+            *SEARCH_ARGS,
+            *extra,
+        ]
         with open(out / f"{name}.log", "w") as log:  # the child keeps its own copy of the file
             procs.append((folder, subprocess.Popen(args, cwd=tree, env=env, stdout=log, stderr=subprocess.STDOUT,
                                                    start_new_session=True)))  # fmt: skip
@@ -143,7 +153,9 @@ def report(folders: list[Path]) -> list[dict[str, Any]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     go = sub.add_parser("run", help="two searches at once on this machine's GPU, then the report")
     go.add_argument("--out", type=Path, required=True)

@@ -130,3 +130,22 @@ def test_a_job_asking_for_a_gpu_where_none_is_visible_takes_no_lock_and_raises_n
     with gpu_in_use("cuda", str(tmp_path)) as waited_s:
         assert waited_s < 1.0
     assert torch.cuda.is_available() or not list(tmp_path.glob("use-*"))
+
+
+def test_a_process_forked_while_a_use_is_held_does_not_keep_the_gpu(tmp_path, fake_gpu) -> None:
+    """A kernel imported into the timing child may fork; the fork shares the open lock file. The use the
+    timing set aside must be free all the same, or the timing would wait for the fork (holding the
+    measurement lock, so every search's timings with it)."""
+    with gpu_in_use("cuda", str(tmp_path)):
+        pid = os.fork()
+        if pid == 0:  # the fork: outlives the use, holding its copy of the open file
+            time.sleep(5)
+            os._exit(0)
+        try:
+            start = time.perf_counter()
+            with gpu_lock("cuda", str(tmp_path)) as waited_s:
+                assert waited_s < 2.0 and time.perf_counter() - start < 2.0
+        finally:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+    assert not _held_by_someone(tmp_path / f"use-{FAKE_GPU}.lock")

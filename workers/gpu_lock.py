@@ -123,7 +123,14 @@ def _drop_shared(path: Path) -> None:
     if n > 1:
         _SHARED[path] = (file, n - 1)
     else:
-        file.close()  # releases the flock
+        _release(file)
+
+
+def _release(file: IO[str]) -> None:
+    """Unlock before closing: a process forked meanwhile (a kernel's, say) shares the open file and would
+    keep the lock held past the close."""
+    fcntl.flock(file, fcntl.LOCK_UN)
+    file.close()
 
 
 @contextlib.contextmanager
@@ -132,7 +139,7 @@ def _shared_use_set_aside() -> Iterator[None]:
     held = dict(_SHARED)
     _SHARED.clear()
     for file, _ in held.values():
-        file.close()
+        _release(file)
     try:
         yield
     finally:
