@@ -149,3 +149,23 @@ def test_a_process_forked_while_a_use_is_held_does_not_keep_the_gpu(tmp_path, fa
             os.kill(pid, 9)
             os.waitpid(pid, 0)
     assert not _held_by_someone(tmp_path / f"use-{FAKE_GPU}.lock")
+
+
+def test_a_measurement_waits_for_a_job_that_never_ends_only_so_long(tmp_path, fake_gpu, monkeypatch) -> None:
+    """A verification hung in its first call holds its use until its child's timeout: a measurement waits
+    ``DRAIN_LIMIT_S`` for it and then measures beside it, still keeping new jobs out."""
+    monkeypatch.setattr(locks, "DRAIN_LIMIT_S", 1.0)
+    hung = _start("use", tmp_path, 30.0, "hung")
+    try:
+        _wait_for(tmp_path / "hung.held")
+        with gpu_lock("cuda", str(tmp_path)) as waited_s:
+            assert 1.0 <= waited_s < 5.0
+            late = _start("use", tmp_path, 0.1, "late")
+            _wait_for(tmp_path / "late.asked")
+            time.sleep(0.5)
+            assert not (tmp_path / "late.held").exists()  # the gate is still held
+            ended = time.time()
+        assert _held(late)["start"] >= ended
+    finally:
+        hung.kill()
+        hung.wait()

@@ -8,7 +8,7 @@ releases what it held.
 - ``gpu_in_use``: that use lock, shared: every other GPU job of beamsearch (a verification's checks, a
   timing's inputs, build and first calls) holds it, so no job of any search on the node runs on the GPU
   while a timing or a profile measures. A measurement waits for the jobs running to finish their part
-  and holds the gate meanwhile, so none starts and slips in before it. A process's own shared use is
+  (``DRAIN_LIMIT_S`` at most) and holds the gate meanwhile, so none starts and slips in before it. A process's own shared use is
   put aside while it measures and taken again after, so it never waits for itself.
 - ``gpu_slot``: at most N verifications' checks at once on a worker's GPU, a memory budget (taken by
   the verification child around its checks, not its timing).
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import logging
 import os
 import socket
 import time
@@ -35,6 +36,12 @@ from typing import IO
 from filelock import FileLock, Timeout
 
 DEFAULT_LOCK_DIR = "/tmp/beamsearch-locks"
+# A measurement waits this long at most for the GPU jobs running to finish their part (``_alone``): far
+# longer than an honest verification's checks, far shorter than a hung one's child timeout.
+DRAIN_LIMIT_S = 10.0
+DRAIN_POLL_S = 0.005
+
+log = logging.getLogger(__name__)
 
 
 def device_key(device: str) -> str:
@@ -150,13 +157,18 @@ def _shared_use_set_aside() -> Iterator[None]:
 
 @contextlib.contextmanager
 def _alone(path: Path | None) -> Iterator[None]:
-    """The use lock alone: hold the gate (no new shared use starts), wait for the shared ones to end."""
+    """The use lock alone: hold the gate (no new shared use starts), wait for the shared ones to end, for
+    at most ``DRAIN_LIMIT_S``; then measure beside what still runs. A verification whose first call hangs
+    (it has no deadline but its child's timeout) must not stall every timing of the node with it; a timing
+    it disturbs fails a check others can fail, and is retried alone or found inconclusive (``workers.task``)."""
     if path is None:
         yield
         return
     with open(path.with_name(f"gate-{path.name}"), "a") as gate, open(path, "a") as use:
         fcntl.flock(gate, fcntl.LOCK_EX)
-        fcntl.flock(use, fcntl.LOCK_EX)
+        drained = _flock_within(use, fcntl.LOCK_EX, DRAIN_LIMIT_S)
+        if not drained:
+            log.warning("GPU jobs still running after %.0f s: measuring beside them (%s)", DRAIN_LIMIT_S, path.name)
         _HELD_ALONE.add(path)
         try:
             yield
@@ -164,6 +176,19 @@ def _alone(path: Path | None) -> Iterator[None]:
             _HELD_ALONE.discard(path)
             fcntl.flock(use, fcntl.LOCK_UN)
             fcntl.flock(gate, fcntl.LOCK_UN)
+
+
+def _flock_within(file: IO[str], how: int, limit_s: float) -> bool:
+    """``flock`` that gives up after ``limit_s``; whether it got the lock."""
+    deadline = time.monotonic() + limit_s
+    while True:
+        try:
+            fcntl.flock(file, how | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(DRAIN_POLL_S)
 
 
 def _host_gpu_name(purpose: str) -> str:
