@@ -169,3 +169,38 @@ def test_a_measurement_waits_for_a_job_that_never_ends_only_so_long(tmp_path, fa
     finally:
         hung.kill()
         hung.wait()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("path", ["timing child", "verification"])
+def test_on_a_gpu_a_timing_waits_for_another_processs_gpu_job(path: str, tmp_path, monkeypatch) -> None:
+    """The real children, the real GPU's name: a timing waits while another process (here, this one) uses
+    the GPU, then measures and passes; the wait is in its lock_wait_s."""
+    import threading
+
+    from beamsearch.schema import RunSpec, TimingKnobs
+    from tests.conftest import DATA, KERNELS
+    from workers.timing import time_target
+    from workers.verify import verify_kernel
+
+    monkeypatch.setenv("BEAMSEARCH_LOCK_DIR", str(tmp_path))  # the children's locks too
+    spec = RunSpec(
+        problem_path=str(DATA / "scale_rows_problem.py"), shapes="full", device="cuda", dtype="bf16"
+    )
+    held = threading.Event()
+
+    def other_job() -> None:
+        with gpu_in_use("cuda"):
+            held.set()
+            time.sleep(12.0)  # the child starts and compiles in well under that
+
+    job = threading.Thread(target=other_job)
+    job.start()
+    held.wait(30)
+    if path == "timing child":
+        timing = time_target(spec, str(KERNELS / "good.py"))
+    else:
+        timing = verify_kernel(spec, str(KERNELS / "good.py"), timing=TimingKnobs()).timing
+    job.join()
+    assert timing is not None and timing.status == "ok", timing
+    assert timing.lock_wait_s > 2.0
