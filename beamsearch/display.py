@@ -62,7 +62,8 @@ class Display:
         if not self.quiet:
             best = f"{record.running_best_ms:.4f} ms" if record.running_best_ms else "-"
             x = f" ({speedup:.2f}x the input)" if speedup else ""
-            self.console.print(f"[bold]round {record.round}[/]: {record.ok}/{record.tasks} ok, {record.failed} failed, "
+            odd = f", {record.inconclusive} inconclusive (disturbed by other processes on the GPU)" if record.inconclusive else ""
+            self.console.print(f"[bold]round {record.round}[/]: {record.ok}/{record.tasks} ok, {record.failed} failed{odd}, "
                                f"best so far {best}{x}, {record.wall_s:.0f} s")  # fmt: skip
 
     def finish(self, summary: Summary) -> None:

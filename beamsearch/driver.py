@@ -128,7 +128,7 @@ class Driver:
             profile_wall_s=max(0.0, now - last_candidate_at) if profiled else 0.0,
             profile_s=sum(r.stage_s.get("profile", 0.0) for r in profiled), profiles=len(profiled),
             profiles_unused=profiles.unused(beam),
-            screened=sum(r.screened for r in results),
+            screened=sum(r.screened for r in results), inconclusive=sum(r.status == "inconclusive" for r in results),
             gpu_measure_s=sum(r.gpu_measure_s for r in results + profiled), tokens=sum(r.tokens for r in results),
             cost_usd=sum(r.cost_usd for r in results),
         )  # fmt: skip

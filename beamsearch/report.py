@@ -270,13 +270,18 @@ def rounds_table(run: Run) -> str:
                      "`input`", "-", "-", "-"])  # fmt: skip
     for r, running in zip(run.rounds, running_best(run), strict=True):
         note = "" if r.ok else " (none passed)"
-        rows.append([str(r.round), str(r.tasks), f"{r.ok}{note}", str(r.failed), f"`{r.best_id}`" if r.best_id else "-",
+        failed = f"{r.failed}; {r.inconclusive} inconclusive" if r.inconclusive else str(r.failed)
+        rows.append([str(r.round), str(r.tasks), f"{r.ok}{note}", failed, f"`{r.best_id}`" if r.best_id else "-",
                      fmt_ms(r.best_ms), fmt_ms(running), fmt_x(_ratio(start, running)),
                      ", ".join(f"`{b}`" for b in r.beam) or "-", f"{r.wall_s:.0f}", str(r.tokens), f"{r.cost_usd:.2f}"])  # fmt: skip
     if not rows:
         return "No round recorded yet."
-    return md_table(head, rows) + ("\n\nTimes as measured during each round; the best ms above is from the "
+    text = md_table(head, rows) + ("\n\nTimes as measured during each round; the best ms above is from the "
                                    "side-by-side re-timing at the end.")
+    if any(r.inconclusive for r in run.rounds):
+        text += (" An inconclusive candidate's timing failed, alone too, only checks that other processes on the GPU "
+                 "can fail: it is not ranked, and not counted as failed.")  # fmt: skip
+    return text
 
 
 def running_best(run: Run) -> list[float | None]:

@@ -146,6 +146,8 @@ class RoundRecord(Record):
     profiles: int = Field(0, description="profile jobs: the beam's new kernels, and kernels pushed out after their job")
     profiles_unused: int = Field(0, description="of those, profiles of kernels the beam did not keep in the end")
     screened: int = Field(0, description="candidates whose timing stopped early: too slow to enter the beam")
+    inconclusive: int = Field(0, description="candidates whose timing failed, alone too, only checks other processes "
+                              "on the GPU can fail: not ranked, not failed")
     gpu_measure_s: float = 0.0
     tokens: int = 0
     cost_usd: float = 0.0

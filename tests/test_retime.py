@@ -139,3 +139,19 @@ def test_the_search_crowns_no_kernel_whose_re_timing_failed_and_says_so(
     assert printed == saved.retime_notes
     text = best_round_text(load_run(out))
     assert "inconclusive: current_stream" in text and "- r4-t2: a re-timing failed" in text
+
+
+def test_a_round_counts_its_inconclusive_candidates_apart_from_failures(tmp_path) -> None:
+    from beamsearch.report import rounds_table
+    from beamsearch.state import TaskResult
+    from tests.test_beam_profiles import ANSWERS, ScriptedPool, _driver
+
+    disturbed = TaskResult(task_id="r1-t4", parent_id="input", round=1, direction=0, status="inconclusive",
+                           reason="timing inconclusive: ...", kernel=Kernel(source="# t4\n", origin="tuner"))  # fmt: skip
+    answers = {**ANSWERS, "r1-t4": disturbed}
+    driver = _driver(tmp_path / "run", ScriptedPool(answers, spare_after=len(answers)))
+    driver.run_round(1)
+    record = driver.state.rounds[0]
+    assert record.inconclusive == 1 and record.failed == 0 and "r1-t4" not in record.beam
+    run = load_run(tmp_path / "run")
+    assert "| 0; 1 inconclusive |" in rounds_table(run) and "not counted as failed" in rounds_table(run)
