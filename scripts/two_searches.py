@@ -45,7 +45,9 @@ SEARCH_ARGS = ["--rounds", "3", "--workers", "4", "--beam-width", "2", "--direct
 def run(out: Path, problem: str, limit_s: float, tree: Path, extra: list[str]) -> list[Path]:
     """Both searches at once; each stopped by SIGINT after ``limit_s``. Returns their folders."""
     out.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "PYTHONPATH": str(tree), "RAY_AUTH_MODE": "disabled"}
+    # The tree's code first, then what was on the path (the GPU machine's packages, Ray among them).
+    path = os.pathsep.join(filter(None, [str(tree), os.environ.get("PYTHONPATH", "")]))
+    env = {**os.environ, "PYTHONPATH": path, "RAY_AUTH_MODE": "disabled"}
     procs: list[tuple[Path, subprocess.Popen]] = []
     for name in ("search-a", "search-b"):
         folder = out / name
