@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's code, not an installed copy
 
 from beamsearch.problems import ProblemNotFound, bundled_problem_names, resolve_problem  # noqa: E402
-from beamsearch.schema import Record  # noqa: E402
+from beamsearch.schema import BenchReport, Record  # noqa: E402
 
 STAGES = ("search", "sweep", "bench")
 DEFAULT_CAP_MINUTES = {"search": 10.0, "sweep": 10.0, "bench": 6.0}
@@ -300,24 +300,26 @@ def _first(data: dict, keys: tuple[str, ...]):
 
 def _read_bench(folder: Path, record: StageRun) -> tuple[dict, str]:
     try:
-        report = json.loads((folder / "bench.out").read_text())
+        report = BenchReport.model_validate_json((folder / "bench.out").read_text())
     except (OSError, ValueError):
         return {}, "no JSON report on stdout; see bench.err"
-    found: dict = {}
     names = {"eager": "eager_ms", "compile": "compile_ms", "compile-max-autotune": "max_autotune_ms"}
+    found: dict = {}
     problems = []
-    for row in report.get("rows", []):
-        timing = row.get("timing") or {}
-        ms = (timing.get("timing") or {}).get("median_ms") if timing.get("status") == "ok" else None
-        if row.get("target") in names:
-            found[names[row["target"]]] = ms
-        elif row.get("verdict") is not None:
-            found["input_ms"] = ms  # the bench's clock, beside the baselines, wins over the search's
-            found["device"] = (timing.get("timing") or {}).get("device_name", "")
-        if ms is None:
-            problems.append(
-                f"{row.get('label')}: {timing.get('reason') or (row.get('verdict') or {}).get('reason', 'not timed')}"
-            )
+    for row in report.rows:
+        if row.target in names:
+            found[names[row.target]] = row.median_ms
+        elif row.verdict is not None:
+            found["input_ms"] = (
+                row.median_ms
+            )  # the bench's clock, beside the baselines, wins over the search's
+        if row.timing is not None and row.timing.timing is not None:
+            found["device"] = row.timing.timing.device_name
+        if row.median_ms is None:
+            why = row.timing.reason if row.timing is not None else row.verdict.reason if row.verdict else ""
+            problems.append(f"{row.label} has no time ({why or 'not timed'})")
+        elif row.suspect:
+            problems.append(f"{row.label} measured faster than the floor allows")
     return {k: v for k, v in found.items() if v is not None}, "; ".join(problems)
 
 
