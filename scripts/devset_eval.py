@@ -120,7 +120,7 @@ def stage_command(stage: str, problem: str, folder: Path, args: argparse.Namespa
         return [py, "-m", "beamsearch.run", "--problem", problem, "--out", str(folder / "search"), "--quiet",
                 *shlex.split(args.search_args)], ""  # fmt: skip
     if stage == "bench":
-        return [
+        bench = [
             py,
             "-m",
             "beamsearch.bench",
@@ -129,7 +129,8 @@ def stage_command(stage: str, problem: str, folder: Path, args: argparse.Namespa
             "--baselines",
             *BENCH_BASELINES,
             "--json",
-        ], ""
+        ]
+        return bench, ""
     command = shlex.split(args.sweep_cmd.format(python=py, problem=problem, out=folder / "sweep"))
     missing = [t for t in command if t.endswith(".py") and not (ROOT / t).is_file() and not Path(t).is_file()]
     if missing:

@@ -219,6 +219,19 @@ def test_a_stage_past_its_cap_is_interrupted_and_its_result_still_read(tmp_path:
     assert (row.sweep_ms, row.sweep_candidates) == (2.5, 3)
 
 
+@pytest.mark.slow
+def test_a_real_search_stage_on_the_cpu_gives_a_row(tmp_path: Path) -> None:
+    """beamsearch.run's own output read back, so a change to its summary shows here."""
+    out = tmp_path / "out"
+    assert ev.main(["--out", str(out), "--problems", "26_GELU_", "--stages", "search",
+                    "--search-args", "--rounds 1 --workers 1"]) == 0  # fmt: skip
+    record = ev.StageRun.model_validate_json((out / "26_GELU_" / "search.json").read_text())
+    assert record.returncode == 0, (out / "26_GELU_" / "search.err").read_text()[-2000:]
+    (row,) = ev.collect([out])
+    assert row.search_ms and row.input_ms and row.search_candidates and row.search_minutes
+    assert row.notes == ["sweep: no record", "bench: no record"]
+
+
 def test_bad_options_are_refused_with_a_message(capsys) -> None:
     for argv, words in [
         (["--out", "x", "--cap-minutes", "search"], "STAGE=MINUTES"),
