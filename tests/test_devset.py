@@ -120,13 +120,13 @@ def bench_report(problem: str, input_ms: float, autotune_ms: float | None) -> Be
             label="torch.compile max-autotune",
             target="compile-max-autotune",
             timing=timed("compile-max-autotune", autotune_ms, "inductor failed"),
-        ),  # fmt: skip
+        ),
         BenchRow(
             label="input_kernel.py",
             target="input_kernel.py",
             verdict=verdict,
             timing=timed("input_kernel.py", input_ms),
-        ),  # fmt: skip
+        ),
     ]
     return BenchReport(problem=problem, spec=spec, rows=rows)
 
