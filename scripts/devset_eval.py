@@ -11,9 +11,10 @@ process tree, each as a child process with this checkout's code:
 - search: ``python -m beamsearch.run --problem P --out DIR/P/search --quiet`` plus ``--search-args``
   (defaults otherwise); read from the run's summary.json, or from state.json if it was stopped at its cap;
 - sweep: ``--sweep-cmd`` with ``{python}``, ``{problem}`` and ``{out}`` filled in; skipped with a note
-  when the script it names is missing. Its result is the last line of its stdout that is a JSON object,
-  else the newest ``*.json`` in its out folder; the best time is read from the first of SWEEP_MS_KEYS
-  found and the candidate count from SWEEP_COUNT_KEYS;
+  when the script it names is missing. Its result is the summary.json in its out folder (a
+  ``beamsearch.run --sweep``), else the last line of its stdout that is a JSON object, else the newest
+  ``*.json`` at the top of its out folder; the best time is read from the first of SWEEP_MS_KEYS found
+  and the candidate count from SWEEP_COUNT_KEYS;
 - bench: ``python -m beamsearch.bench --problem P --baselines eager compile compile-max-autotune --json``:
   the input kernel and the three PyTorch baselines, verified and timed by one clock in one run.
 
@@ -50,12 +51,15 @@ from beamsearch.schema import BenchReport, Record  # noqa: E402
 STAGES = ("search", "sweep", "bench")
 DEFAULT_CAP_MINUTES = {"search": 10.0, "sweep": 10.0, "bench": 6.0}
 DEFAULT_SWEEP_CMD = "{python} scripts/sweep.py --problem {problem} --out {out}"
+SWEEP_BY_RUN = "{python} -m beamsearch.run --problem {problem} --sweep --out {out} --quiet"
 BENCH_BASELINES = ("eager", "compile", "compile-max-autotune")
 GRACE_S = 60.0  # after SIGINT: a search finishes its trace and shuts Ray down in this time
 START_MARGIN_S = 60.0  # a stage cut short by the deadline needs at least this long to be worth starting
 SWEEP_MS_KEYS = ("best_ms", "best_median_ms", "best_time_ms", "median_ms", "time_ms")
 SWEEP_COUNT_KEYS = ("candidates", "n_candidates", "evaluated", "points_evaluated", "count")
 RESULTS_FILE = "results.json"
+SUMMARY_FILE = "summary.json"  # what beamsearch.run writes at the end of a search (or of its --sweep)
+STATE_FILE = "state.json"  # its resume point, after every round
 
 
 class StageRun(Record):
@@ -134,7 +138,10 @@ def stage_command(stage: str, problem: str, folder: Path, args: argparse.Namespa
     command = shlex.split(args.sweep_cmd.format(python=py, problem=problem, out=folder / "sweep"))
     missing = [t for t in command if t.endswith(".py") and not (ROOT / t).is_file() and not Path(t).is_file()]
     if missing:
-        return [], f"sweep not run: {missing[0]} does not exist in this checkout (pass --sweep-cmd)"
+        return [], (
+            f"sweep not run: {missing[0]} does not exist in this checkout; pass --sweep-cmd, e.g. "
+            f"'{SWEEP_BY_RUN}'"
+        )
     return command, ""
 
 
@@ -241,31 +248,48 @@ def _read_json(path: Path) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
-def _read_search(folder: Path, record: StageRun) -> tuple[dict, str]:
-    minutes = record.wall_s / 60
-    summary = _read_json(folder / "search" / "summary.json")
+def _read_run(out: Path) -> tuple[dict, str] | None:
+    """A beamsearch.run folder's best time, candidates, input time and GPU: from its summary.json, or from
+    its state.json when it was stopped before writing one; None when neither holds a timed kernel."""
+    summary = _read_json(out / SUMMARY_FILE)
     if summary is not None and summary.get("best_ms"):
-        return {"search_ms": summary["best_ms"], "search_candidates": summary.get("candidates"),
-                "search_minutes": minutes, "device": summary.get("gpu_name") or "",
-                "input_ms": summary.get("input_ms")}, ""  # fmt: skip
-    state = _read_json(folder / "search" / "state.json")
-    beam = [e.get("median_ms") for e in (state or {}).get("beam", []) if e.get("median_ms")]
+        return {"ms": summary["best_ms"], "candidates": summary.get("candidates"),
+                "input_ms": summary.get("input_ms"), "device": summary.get("gpu_name") or ""}, ""  # fmt: skip
+    state = _read_json(out / STATE_FILE) or {}
+    beam = [e["median_ms"] for e in state.get("beam", []) if isinstance(e, dict) and e.get("median_ms")]
     if not beam:
-        return {"search_minutes": minutes}, "no summary.json and no timed kernel in state.json"
-    candidates = sum(r.get("tasks", 0) for r in state.get("rounds", []))
-    found = {"search_ms": min(beam), "search_candidates": candidates, "search_minutes": minutes,
-             "input_ms": (state.get("input") or {}).get("median_ms")}  # fmt: skip
+        return None
+    found = {"ms": min(beam), "candidates": sum(r.get("tasks", 0) for r in state.get("rounds", [])),
+             "input_ms": (state.get("input") or {}).get("median_ms"), "device": state.get("gpu_name") or ""}  # fmt: skip
     return found, f"best of the beam after round {state.get('round')} (in-round time, no final re-timing)"
 
 
-def _read_sweep(folder: Path, record: StageRun) -> tuple[dict, str]:
+def _read_search(folder: Path, record: StageRun) -> tuple[dict, str]:
     minutes = record.wall_s / 60
-    result = _last_json_line(folder / "sweep.out")
-    if result is None or _first(result, SWEEP_MS_KEYS) is None:
-        files = sorted((folder / "sweep").rglob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
-        result = next(
-            (d for p in files if (d := _read_json(p)) and _first(d, SWEEP_MS_KEYS) is not None), None
-        )
+    run = _read_run(folder / "search")
+    if run is None:
+        return {"search_minutes": minutes}, f"no timed kernel in {SUMMARY_FILE} or {STATE_FILE}"
+    found, note = run
+    values = {"search_ms": found["ms"], "search_candidates": found["candidates"], "search_minutes": minutes,
+              "input_ms": found["input_ms"], "device": found["device"]}  # fmt: skip
+    return {k: v for k, v in values.items() if v not in (None, "")}, note
+
+
+def _read_sweep(folder: Path, record: StageRun) -> tuple[dict, str]:
+    """A beamsearch.run folder (``--sweep``), else the last JSON line of the sweep's stdout, else a JSON
+    file at the top of its out folder; never a trace file deeper down."""
+    minutes = record.wall_s / 60
+    run = _read_run(folder / "sweep")
+    if run is not None:
+        found, note = run
+        return {
+            "sweep_ms": found["ms"],
+            "sweep_candidates": found["candidates"],
+            "sweep_minutes": minutes,
+        }, note
+    files = sorted((folder / "sweep").glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+    found = [_last_json_line(folder / "sweep.out"), *(_read_json(p) for p in files)]
+    result = next((d for d in found if d is not None and _first(d, SWEEP_MS_KEYS) is not None), None)
     if result is None:
         return {
             "sweep_minutes": minutes

@@ -182,6 +182,15 @@ def test_a_search_stopped_at_its_cap_is_read_from_its_state(tmp_path: Path) -> N
     assert any("after round 3" in n for n in row.notes)
 
 
+def test_a_sweep_made_by_the_run_is_read_from_its_summary_not_its_trace(tmp_path: Path) -> None:
+    p = "48_Mean_reduction_over_a_dimension"
+    files = {"sweep/summary.json": '{"best_ms": 1.5, "candidates": 96}',
+             "sweep/optimization_trace/r1-t1.json": '{"median_ms": 0.01}', "sweep.out": '{"event": "round"}\n'}  # fmt: skip
+    write_stage(tmp_path, p, "sweep", files)
+    (row,) = ev.collect([tmp_path])
+    assert (row.sweep_ms, row.sweep_candidates) == (1.5, 96)
+
+
 def test_report_merges_folders_stage_by_stage_the_later_one_winning(tmp_path: Path) -> None:
     first, second = tmp_path / "call1", tmp_path / "call2"
     write_stage(first, "26_GELU_", "search", {"search/summary.json": '{"best_ms": 0.2, "candidates": 10}'})
