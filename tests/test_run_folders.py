@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from beamsearch import publish
 from beamsearch.run_folders import NoRunFound, latest_run_dir, new_run_dir
 from beamsearch.state import Summary
 from tests.conftest import DATA
@@ -38,7 +39,8 @@ def _run(cwd, *args: str) -> subprocess.CompletedProcess:
 
 def test_the_default_output_is_a_new_run_folder_and_resume_finds_it(tmp_path) -> None:
     """Run twice from one working folder with no --out: two folders under runs/; --resume alone continues
-    the newer. Nothing is written next to the problem."""
+    the newer. Nothing is written next to the problem; publishing the run copies its rounds, not its
+    candidates."""
     assert "no run of scale_rows_problem to resume" in _run(tmp_path, "--resume").stderr
     problem_files = sorted(p.name for p in DATA.iterdir())
     first = _run(tmp_path, "--kernel", str(START), "--rounds", "1", "--baselines", "")
@@ -53,3 +55,11 @@ def test_the_default_output_is_a_new_run_folder_and_resume_finds_it(tmp_path) ->
     rounds = [len(Summary.model_validate_json((r / "summary.json").read_text()).rounds) for r in runs]
     assert rounds == [1, 2]
     assert sorted(p.name for p in DATA.iterdir()) == problem_files
+    assert publish.main([str(runs[1]), "--to", str(tmp_path / "published")]) == 0
+    published = [
+        p.relative_to(tmp_path / "published").as_posix() for p in (tmp_path / "published").rglob("*.*")
+    ]
+    assert {"optimization_trace/round_2/round.json", "summary.json", "README.md", "problem.py"} <= set(
+        published
+    )
+    assert not [p for p in published if "candidates" in p]
