@@ -6,7 +6,8 @@ what a reader needs, in the published layout, next to the problem:
     artifacts/<problem>/problem.py, input_kernel.py          the inputs: kept, or added when missing
     artifacts/<problem>/optimization_trace/input/            the starting kernel, measured like a candidate
     artifacts/<problem>/optimization_trace/round_N/          the round's best candidate: prompts, replies,
-                                                             strategy, ncu metrics, kernel.py, round.json
+                                                             strategy, ncu metrics, kernel.py, round.json;
+                                                             the overall best's round also its result.json
     artifacts/<problem>/optimized_kernel_beam_search.py, summary.json
     artifacts/<problem>/README.md, convergence.png           the report (beamsearch.report), and the
                                                              results table in artifacts/README.md
@@ -27,7 +28,7 @@ from beamsearch.cli_common import fail
 from beamsearch.problems import ARTIFACTS_DIR, INPUT_KERNEL_FILE, PROBLEM_FILE
 from beamsearch.report import PLOT, README, write_report
 from beamsearch.state import Summary
-from beamsearch.trace import BEST_KERNEL_FILE, SUMMARY_FILE, TRACE_DIR
+from beamsearch.trace import BEST_KERNEL_FILE, RESULT_FILE, SUMMARY_FILE, TRACE_DIR
 
 INPUTS = (PROBLEM_FILE, INPUT_KERNEL_FILE, README)  # never removed from the destination
 OUTPUTS = (TRACE_DIR, SUMMARY_FILE, BEST_KERNEL_FILE, PLOT)  # what --force replaces
@@ -83,6 +84,9 @@ def _stage(run_dir: Path, summary: Summary, staged: Path) -> None:
             if file.is_file():  # round_N/candidates/ is the only folder inside, and stays behind
                 (staged / TRACE_DIR / folder.name).mkdir(parents=True, exist_ok=True)
                 shutil.copy2(file, staged / TRACE_DIR / folder.name / file.name)
+    best = trace / f"round_{summary.best_round}" / CANDIDATES / str(summary.best_id) / RESULT_FILE
+    if summary.best_round and best.is_file():  # the best's whole record (its change, its tries), for the report
+        shutil.copy2(best, staged / TRACE_DIR / f"round_{summary.best_round}" / RESULT_FILE)
     for name in (SUMMARY_FILE, BEST_KERNEL_FILE):
         if (run_dir / name).is_file():
             shutil.copy2(run_dir / name, staged / name)

@@ -49,7 +49,7 @@ def test_publish_copies_the_rounds_and_writes_the_report(tmp_path) -> None:
     assert_png(dest / "convergence.png")
     text = (dest / "README.md").read_text()
     assert text.startswith("# RMSNorm\n\nHand-written.\n\n" + rep.START)
-    assert "Round 3: `r3-t0` at 1.610 ms" in text
+    assert "Round 3: `r3-t0` at 1.610 ms" in text and "Its change: BLOCK change r3-t0" in text
     # the best candidate's profile is found in the round it won, now that its own folder stays behind
     assert "| Kernel duration | 2.500 ms | 1.600 ms | 0.64x |" in text
     assert "candidates/" not in text  # no link to a folder that was not published
