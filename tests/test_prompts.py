@@ -1,5 +1,5 @@
 """Prompts: templates and their override folder, builders, and reply parsers (on KernelAgent's real
-diagnosis replies where the shared fixtures are present)."""
+diagnosis replies, in tests/data/kernelagent-traces)."""
 
 from __future__ import annotations
 
