@@ -46,6 +46,10 @@ def publish(run_dir: Path, dest: Path | None = None, *, force: bool = False) -> 
     run_dir = Path(run_dir).expanduser().resolve()
     summary = _finished_run(run_dir)
     dest = (Path(dest).expanduser() if dest else ARTIFACTS_DIR / summary.problem).resolve()
+    if dest == run_dir:  # replacing the outputs would delete the very files being published
+        raise PublishError(
+            f"{run_dir} is the run folder itself: copy it elsewhere first, then publish the copy"
+        )
     present = [name for name in OUTPUTS if (dest / name).exists()]
     if present and not force:
         raise PublishError(f"{dest} already holds published results ({', '.join(present)}); --force replaces "
@@ -53,7 +57,7 @@ def publish(run_dir: Path, dest: Path | None = None, *, force: bool = False) -> 
     dest.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=dest, prefix=".publishing-") as tmp:
         staged = Path(tmp)
-        _stage(run_dir, summary, staged)  # from the run folder, which may be dest itself (re-publishing)
+        _stage(run_dir, summary, staged)
         for name in present:
             path = dest / name
             shutil.rmtree(path) if path.is_dir() else path.unlink()
@@ -84,8 +88,9 @@ def _stage(run_dir: Path, summary: Summary, staged: Path) -> None:
             if file.is_file():  # round_N/candidates/ is the only folder inside, and stays behind
                 (staged / TRACE_DIR / folder.name).mkdir(parents=True, exist_ok=True)
                 shutil.copy2(file, staged / TRACE_DIR / folder.name / file.name)
+    # The best's whole record (its change, its tries), for the report.
     best = trace / f"round_{summary.best_round}" / CANDIDATES / str(summary.best_id) / RESULT_FILE
-    if summary.best_round and best.is_file():  # the best's whole record (its change, its tries), for the report
+    if summary.best_round and best.is_file():
         shutil.copy2(best, staged / TRACE_DIR / f"round_{summary.best_round}" / RESULT_FILE)
     for name in (SUMMARY_FILE, BEST_KERNEL_FILE):
         if (run_dir / name).is_file():
@@ -108,6 +113,8 @@ def main(argv: list[str] | None = None) -> int:
         dest = publish(args.run_dir, args.to, force=args.force)
     except PublishError as e:
         fail(str(e))
+    except OSError as e:  # a full disk, a read-only destination: the run folder itself is never changed
+        fail(f"could not publish {args.run_dir}: {e}; the run folder is intact: publish again with --force")
     print(dest / README)
     return 0
 

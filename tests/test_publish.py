@@ -76,13 +76,11 @@ def test_publish_refuses_to_overwrite_and_unfinished_runs(tmp_path, capsys) -> N
     assert not (tmp_path / "other").exists()
 
 
-def test_republishing_a_run_in_its_own_folder(tmp_path) -> None:
-    """The committed runs were written into artifacts/<problem>/ itself: --force re-publishes them there."""
+def test_a_run_is_not_published_onto_itself(tmp_path) -> None:
+    """Replacing the destination's results would delete the run's own files before they are copied."""
     run = tmp_path / PROBLEM
     record_run(run)
-    publish(run, run, force=True)
-    assert not [f for f in files(run) if "/candidates/" in f]
-    assert (
-        "optimization_trace/round_3/kernel.py" in files(run)
-        and "Round 3: `r3-t0`" in (run / "README.md").read_text()
-    )
+    before = files(run)
+    with pytest.raises(PublishError, match="the run folder itself"):
+        publish(run, run, force=True)
+    assert files(run) == before
