@@ -19,7 +19,7 @@ from beamsearch.schema import DType, Record, ShapeSet
 class SearchConfig(Record):
     problem: str = Field(description="bundled problem name (or unique prefix) or a path to problem.py")
     kernel: str | None = Field(None, description="starting kernel; default: the problem's input_kernel.py")
-    out: str | None = Field(None, description="output folder; default: the problem's folder")
+    out: str | None = Field(None, description="output folder; default: a new runs/<problem>/<UTC time>/")
     rounds: int = Field(8, ge=1)
     workers: int = Field(0, ge=0, description="Ray actors; 0: one per GPU (or 2 on the CPU)")
     beam_width: int = Field(2, ge=1, description="kernels kept between rounds; 1 is greedy search")
@@ -45,9 +45,6 @@ class SearchConfig(Record):
                                         "and compile on a GPU, eager on the CPU")
     address: str | None = Field(None, description="Ray cluster address; none: RAY_ADDRESS or a local Ray")
     quiet: bool = Field(False, description="JSON lines on stdout instead of the live display")
-
-    def out_dir(self, problem_folder: Path) -> Path:
-        return Path(self.out).expanduser().resolve() if self.out else problem_folder
 
 
 def load_config_file(path: str | Path) -> dict:

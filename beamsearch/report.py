@@ -312,7 +312,7 @@ def best_round_text(run: Run) -> str:
             lines.append(f"Its change: {' '.join(result.kernel.note.split())}")
         folder = _candidate_dir(run, best_id)
         links = [f"[optimization_trace/round_{best_round}/]({TRACE_DIR}/round_{best_round}/)"]
-        if folder is not None:
+        if folder is not None and folder.name == best_id:
             links.append(f"[its candidate folder]({folder.relative_to(run.folder).as_posix()}/)")
         if (run.folder / BEST_KERNEL_FILE).is_file():
             links.append(f"[{BEST_KERNEL_FILE}]({BEST_KERNEL_FILE})")
@@ -329,10 +329,13 @@ def best_round_text(run: Run) -> str:
 
 
 def _candidate_dir(run: Run, cand_id: str) -> Path | None:
+    """The candidate's own folder; in published results (no candidates/), the folder of the round it won."""
     trace = run.folder / TRACE_DIR
     if cand_id == "input":
         return trace / "input" if (trace / "input").is_dir() else None
-    return next(iter(sorted(trace.glob(f"round_*/candidates/{cand_id}"))), None)
+    found = next(iter(sorted(trace.glob(f"round_*/candidates/{cand_id}"))), None)
+    won = next((r.round for r in run.rounds if r.best_id == cand_id), None)
+    return found or (trace / f"round_{won}" if won is not None and (trace / f"round_{won}").is_dir() else None)
 
 
 def _best_result(run: Run) -> TaskResult | None:

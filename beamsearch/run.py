@@ -3,7 +3,9 @@
     python -m beamsearch.run --problem 43_Max_Pooling_3D --workers 4 --rounds 8
 
 With no model configured the offline tuner proposes; ``--llm MODEL`` asks a model through litellm;
-``--replay DIR`` re-proposes a recorded run's kernels. With no GPU the workers run Triton's interpreter
+``--replay DIR`` re-proposes a recorded run's kernels. Each run writes to a new folder
+``runs/<problem>/<UTC time>/`` (or ``--out DIR``); ``python -m beamsearch.publish`` copies a finished run into
+``artifacts/<problem>/``. With no GPU the workers run Triton's interpreter
 on the problem's small shapes. Ctrl-C (or a killed driver) leaves a consistent trace: ``--resume``
 continues after the last finished round, reusing the finished candidates of the round cut short.
 """
@@ -26,6 +28,7 @@ from beamsearch.config import SearchConfig, load_config_file
 from beamsearch.display import Display
 from beamsearch.driver import Driver, SearchError
 from beamsearch.problems import ProblemNotFound, resolve_problem
+from beamsearch.run_folders import NoRunFound, latest_run_dir, new_run_dir
 from beamsearch.schema import Kernel, RunSpec
 from beamsearch.state import BeamState
 from beamsearch.trace import TraceWriteError, TraceWriter
@@ -39,7 +42,8 @@ def parse_args(argv: list[str] | None) -> tuple[SearchConfig, bool, set[str]]:
     fields = SearchConfig.model_fields
     p.add_argument("--problem", help=fields["problem"].description)
     p.add_argument("--config", help="a JSON or TOML file of options (same names, with underscores)")
-    p.add_argument("--resume", action="store_true", help="continue the run in --out after its last finished round")
+    p.add_argument("--resume", action="store_true", help="continue a run after its last finished round: the one in "
+                   "--out, else the problem's latest under runs/")  # fmt: skip
     for name in ("kernel", "out", "llm", "api_base", "replay", "device", "address"):
         p.add_argument(f"--{name.replace('_', '-')}", dest=name, default=None, help=fields[name].description)
     for name in ("rounds", "workers", "beam_width", "directions", "seed", "refine_tries", "verify_per_gpu"):
@@ -82,16 +86,17 @@ def main(argv: list[str] | None = None) -> int:
         problem = resolve_problem(config.problem)
     except ProblemNotFound as e:
         fail(str(e))
-    out = config.out_dir(Path(problem.problem_path).parent)
-    trace = TraceWriter(out)
+    out = _given_or_latest_out(config, problem.name, resume)  # None: a new folder, made once the options pass
     kernel = None if resume else _starting_kernel(config, problem)
-    previous = _previous_state(trace, resume, out)
+    previous = _previous_state(TraceWriter(out), resume, out) if out else None
     if previous is not None:  # the run's own options hold; only more rounds or a quieter display may be asked
         config = previous.config.model_copy(update={k: getattr(config, k) for k in given & {"rounds", "quiet"}})
     if config.replay and not Path(config.replay).is_dir():
         fail(f"--replay {config.replay}: not a folder")
     if config.llm:
         _preflight(config)
+    trace = TraceWriter(out or new_run_dir(problem.name))
+    print(f"run folder: {trace.out}", file=sys.stderr)
 
     import ray
 
@@ -148,6 +153,7 @@ def _search(config: SearchConfig, previous: BeamState | None, kernel: Kernel | N
         write_report(trace.out)
     except OSError as e:  # the search's own results are written; a report can be made later
         print(f"warning: no report ({e}); make it with: python -m beamsearch.report {trace.out}", file=sys.stderr)
+    print(f"results in {trace.out}; publish them with: python -m beamsearch.publish {trace.out}", file=sys.stderr)
     return 0 if summary.best_id else 1
 
 
@@ -160,6 +166,18 @@ def _preflight(config: SearchConfig) -> None:
         LLMClient(llm_config(config).model_copy(update={"max_retries": 1})).preflight()
     except LLMUnavailable as e:
         fail(str(e))
+
+
+def _given_or_latest_out(config: SearchConfig, problem: str, resume: bool) -> Path | None:
+    """--out as given; with --resume alone, the problem's latest run under runs/; else None (a new run)."""
+    if config.out:
+        return Path(config.out).expanduser().resolve()
+    if not resume:
+        return None
+    try:
+        return latest_run_dir(problem)
+    except NoRunFound as e:
+        fail(f"--resume: {e}")
 
 
 def _problem_of_run(out: Path) -> str:

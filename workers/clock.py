@@ -6,8 +6,7 @@ stays off the clock, as in do_bench's pipelined loop), record a start event, cal
 on the stream, then synchronise the *whole device* and record a second end event. If the device-wide
 end is later than the stream's end by more than the host's own wake-up latency and ``ESCAPE_MS``, the
 call left work on another stream and the device-wide time is used, so such work cannot escape the
-clock. The margin is measured, not assumed: how late the host wakes from a long sync varies (over
-50 us for 3 ms calls on an H100), so the gap is first taken for a spin kernel on the call's own stream
+clock. The margin is measured, not assumed: how late the host wakes from a long sync varies, so the gap is first taken for a spin kernel on the call's own stream
 that lasts as long as the call, and only a gap beyond that plus ``ESCAPE_MS`` counts. Warm-up and
 repetition counts come from time budgets and a first estimate. CPU: a host clock per call; these are
 Triton-interpreter or CPU-eager times, labelled as such and never to be compared with GPU times.
