@@ -8,10 +8,7 @@ from beamsearch.schema import RunSpec
 
 DATA = Path(__file__).parent / "data"
 KERNELS = DATA / "kernels"
-# Recorded by a public KernelAgent run on an H100 (kernelagent-optimization-artifacts): LLM diagnosis
-# replies, their parsed strategies, ncu metrics; and one raw ncu CSV (see ncu-raw/). Data for tests only.
-TRACES = DATA / "kernelagent-traces"
-NCU_RAW = DATA / "ncu-raw"
+SHARED = Path(__file__).resolve().parents[2] / "shared"
 
 
 def _has_gpu() -> bool:

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import TRACES
+from tests.conftest import SHARED
 from tests.llm_server import Empty, Garbage, HttpError, Reply, ScriptedLLMServer, Slow
 from workers.llm_client import LLMCall, LLMClient, LLMConfig, LLMUnavailable
 
 REPO = Path(__file__).resolve().parents[1]
 KEY_ENV = "BEAMSEARCH_TEST_LLM_KEY"
-REPLIES = sorted(TRACES.glob("*/round_1/bottleneck_response.txt"))
+TRACES = sorted((SHARED / "fixtures" / "kernelagent-traces").glob("*/round_1/bottleneck_response.txt"))
 
 
 @pytest.fixture
@@ -35,8 +35,9 @@ def dummy_key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(scope="module")
 def recorded_replies() -> list[str]:
-    assert len(REPLIES) == 5, REPLIES
-    return [p.read_text() for p in REPLIES]
+    if not TRACES:
+        pytest.skip(f"no recorded KernelAgent replies under {SHARED / 'fixtures'}")
+    return [p.read_text() for p in TRACES]
 
 
 def make_client(server: ScriptedLLMServer, **overrides: object) -> LLMClient:

@@ -10,14 +10,14 @@ import pytest
 from beamsearch.problems import resolve_problem
 from beamsearch.schema import Bottleneck, Diagnosis, Kernel, Roofline, Verdict
 from profiling.peaks import effective_peaks
-from tests.conftest import KERNELS, TRACES
+from tests.conftest import KERNELS, SHARED
 from tests.llm_server import Garbage, HttpError, Reply, ScriptedLLMServer, Slow
 from workers.llm_client import LLMClient, LLMConfig
 from workers.proposers.llm import LLMProposer
 from workers.proposers.rules import rules_diagnosis
 
 KEY_ENV = "BEAMSEARCH_TEST_LLM_KEY"
-DIAGNOSIS_REPLY = TRACES / "43_Max_Pooling_3D" / "round_1" / "bottleneck_response.txt"
+DIAGNOSIS_REPLY = SHARED / "fixtures" / "kernelagent-traces" / "43_Max_Pooling_3D" / "round_1" / "bottleneck_response.txt"
 ROOFLINE = Roofline(compute_sol_pct=90.6, memory_sol_pct=41.9, bottleneck="compute", at_roofline=True,
                     underutilized_below_pct=60, at_roofline_pct=90)  # fmt: skip
 GOOD_SOURCE = (KERNELS / "good.py").read_text()
@@ -45,6 +45,8 @@ def diagnose(proposer: LLMProposer) -> Diagnosis:
 
 
 def test_diagnosis_from_a_recorded_reply(server, proposer) -> None:
+    if not DIAGNOSIS_REPLY.is_file():
+        pytest.skip(f"fixtures not found at {DIAGNOSIS_REPLY}")
     server.script(Reply(DIAGNOSIS_REPLY.read_text()))
     diagnosis = diagnose(proposer)
     assert diagnosis.source == "llm" and diagnosis.bottlenecks[0].category == "compute"

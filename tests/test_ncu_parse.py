@@ -1,4 +1,4 @@
-"""Parsing real ncu output (tests/data/ncu-raw, kernelagent-traces) and combining launches."""
+"""Parsing real ncu output (../shared/fixtures) and combining launches."""
 
 from __future__ import annotations
 
@@ -8,11 +8,14 @@ import pytest
 
 from profiling.metrics import DURATION, METRICS, metric_keys
 from profiling.ncu_parse import combine, is_own_kernel, kernel_profiles, parse_raw_csv
-from tests.conftest import NCU_RAW, TRACES
+from tests.conftest import SHARED
 
-RAW = NCU_RAW / "h100-torch-copy-kernels.csv"
+RAW = SHARED / "fixtures" / "ncu-raw" / "h100-torch-copy-kernels.csv"
+TRACES = SHARED / "fixtures" / "kernelagent-traces"
+needs_fixtures = pytest.mark.skipif(not RAW.is_file(), reason=f"fixtures not found at {SHARED / 'fixtures'}")
 
 
+@needs_fixtures
 def test_raw_csv_with_concatenated_runs_and_prof_lines() -> None:
     launches = parse_raw_csv(RAW.read_text())
     assert len(launches) == 10  # ten runs, one launch each, headers and units rows skipped
@@ -23,6 +26,7 @@ def test_raw_csv_with_concatenated_runs_and_prof_lines() -> None:
     assert all(0 <= launch.metrics["dram__throughput.avg.pct_of_peak_sustained_elapsed"] <= 100 for launch in launches)
 
 
+@needs_fixtures
 def test_a_name_filter_rejects_pytorch_kernels() -> None:
     launches = parse_raw_csv(RAW.read_text())
     assert not any(is_own_kernel(launch.kernel_name, ["_maxpool3d_kernel"]) for launch in launches)
@@ -59,6 +63,7 @@ def test_launches_of_one_kernel_are_grouped() -> None:
     assert [(p.name, p.launches, p.metrics[DURATION]) for p in profiles] == [("k1", 2, 4.0), ("k2", 1, 2.0)]
 
 
+@needs_fixtures
 def test_schema_covers_kernelagents_27_metrics() -> None:
     recorded = json.loads((TRACES / "43_Max_Pooling_3D" / "round_1" / "input_ncu_metrics.json").read_text())
     names = set(next(iter(recorded["metrics"].values())))

@@ -1,5 +1,5 @@
 """Prompts: templates and their override folder, builders, and reply parsers (on KernelAgent's real
-diagnosis replies, in tests/data/kernelagent-traces)."""
+diagnosis replies where the shared fixtures are present)."""
 
 from __future__ import annotations
 
@@ -49,10 +49,12 @@ from prompts.templates import (
     render,
     template_names,
 )
-from tests.conftest import TRACES
+from tests.conftest import SHARED
 
 ROOT = Path(__file__).resolve().parents[1]
+TRACES = SHARED / "fixtures" / "kernelagent-traces"
 REPLIES = sorted(TRACES.glob("*/round_*/bottleneck_response.txt"))
+NO_FIXTURES = f"shared fixtures not found at {TRACES} (they live beside the project, in ../shared)"
 RMSNORM = ROOT / "artifacts" / "36_RMSNorm"
 
 KERNEL = """import triton
@@ -68,7 +70,8 @@ def kernel_function(x):
 
 @pytest.mark.parametrize(
     "reply_path",
-    [pytest.param(p, id=f"{p.parent.parent.name[:20]}-{p.parent.name}") for p in REPLIES],
+    [pytest.param(p, id=f"{p.parent.parent.name[:20]}-{p.parent.name}") for p in REPLIES]
+    or [pytest.param(None, marks=pytest.mark.skip(reason=NO_FIXTURES))],
 )
 def test_saved_diagnosis_replies_parse_as_their_strategy(reply_path: Path) -> None:
     expected = BOTTLENECKS.validate_python(json.loads((reply_path.parent / "strategy.json").read_text()))
@@ -77,10 +80,14 @@ def test_saved_diagnosis_replies_parse_as_their_strategy(reply_path: Path) -> No
 
 
 def test_all_forty_saved_replies_are_there() -> None:
+    if not TRACES.is_dir():
+        pytest.skip(NO_FIXTURES)
     assert len(REPLIES) == 40
 
 
 def test_saved_reply_parses_inside_prose_and_a_json_fence() -> None:
+    if not REPLIES:
+        pytest.skip(NO_FIXTURES)
     raw = REPLIES[0].read_text()
     wrapped = f"Here is my analysis [see the metrics].\n\n```json\n{raw}\n```\nHope this helps."
     assert parse_diagnosis(wrapped) == parse_diagnosis(raw)

@@ -11,11 +11,15 @@ from beamsearch.schema import RunSpec, Work
 from profiling.metrics import COMPUTE_SOL, MEMORY_SOL, TENSOR_PIPE
 from profiling.roofline import classify, floor, is_suspect, pct_of_floor
 from profiling.work import count_work
-from tests.conftest import TRACES
+from tests.conftest import SHARED
+
+TRACES = SHARED / "fixtures" / "kernelagent-traces"
 
 
 def recorded(problem: str, round_n: int) -> dict[str, float]:
     path = TRACES / problem / f"round_{round_n}" / "input_ncu_metrics.json"
+    if not path.is_file():
+        pytest.skip(f"fixtures not found at {TRACES}")
     return next(iter(json.loads(path.read_text())["metrics"].values()))
 
 
