@@ -115,9 +115,9 @@ def describe(space: KnobSpace, point: dict[str, int]) -> str:
 
 
 def _named_knobs(source: str) -> dict[str, Knob]:
-    """The tuner's knobs by space name; a second launch of the same kernel gets ``#2`` and so on."""
+    """The tuner's knobs by space name, in source order; a later launch of the same kernel gets ``#2``..."""
     named: dict[str, Knob] = {}
-    for knob in find_knobs(source):
+    for knob in sorted(find_knobs(source), key=lambda k: (k.line, k.col)):
         base = f"{knob.launch}:{GRID_SWAP if knob.kind == 'grid' else knob.name}"
         name, n = base, 1
         while name in named:
@@ -131,7 +131,7 @@ def _block_values(knob: Knob, sizes: dict[str, int] | None, floor: int) -> list[
     low = max(floor, knob.value >> 4, 1)
     size = _size_for(knob.name, sizes) if sizes else None
     high = _next_pow2(size) if size else knob.value << 4
-    high = max(min(high, BLOCK_CAP), low)
+    high = max(min(high, BLOCK_CAP), knob.value)  # the kernel's own value and all between stay legal
     return [1 << e for e in range(low.bit_length() - 1, high.bit_length())]
 
 
