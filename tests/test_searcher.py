@@ -163,3 +163,24 @@ def test_bad_inputs_get_clear_messages() -> None:
     with pytest.raises(ValueError, match="positive finite"):
         Searcher(SPACE, seed=0).observe(SPACE.start(), float("nan"))
     assert Searcher(SPACE, seed=0).best() is None
+
+
+def test_suggested_points_of_a_real_kernel_verify_under_the_interpreter(tmp_path) -> None:
+    from beamsearch.problems import resolve_problem
+    from beamsearch.schema import RunSpec
+    from workers.proposers.knob_space import describe, render, space_of
+    from workers.verify import verify_kernel
+
+    problem = resolve_problem("82")  # depthwise conv: two blocks, a grid of two axes, warps, stages
+    source = open(problem.input_kernel_path).read()
+    space = space_of(source)
+    searcher = Searcher(space, seed=0, first=[{"_depthwise_conv2d_kernel:grid_swap": 1,
+                                               "_depthwise_conv2d_kernel:BLOCK_W": 64}])  # fmt: skip
+    spec = RunSpec(problem_path=problem.problem_path, shapes="small", device="cpu")
+    for i, point in enumerate(searcher.suggest(2)):
+        path = tmp_path / f"kernel_{i}.py"
+        path.write_text(render(source, space, point))
+        verdict = verify_kernel(spec, str(path))
+        assert verdict.passed, f"{describe(space, point)}: {verdict.status}: {verdict.reason}"
+        searcher.observe(point, 1.0 + i)
+    assert searcher.best()[0]["_depthwise_conv2d_kernel:grid_swap"] == 1
