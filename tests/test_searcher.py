@@ -158,8 +158,16 @@ def test_the_roofline_orders_the_first_points_and_forbids_nothing() -> None:
 def test_bad_inputs_get_clear_messages() -> None:
     with pytest.raises(ValueError, match="not a legal value"):
         Searcher(SPACE, seed=0, first=[{"k:BLOCK_M": 48}])
-    with pytest.raises(ValueError, match="for knobs"):
+    with pytest.raises(ValueError, match="another knob space"):
         Searcher(SMALL, seed=0, state=Searcher(SPACE, seed=0).state())
+    other_values = KnobSpace(
+        dims=[SPACE.dims[0].model_copy(update={"values": [16, 32, 64]}), *SPACE.dims[1:]]
+    )
+    with pytest.raises(ValueError, match="another knob space"):
+        Searcher(other_values, seed=0, state=Searcher(SPACE, seed=0).state())
+    spilled = Searcher(SMALL, seed=0)
+    spilled.observe(SMALL.start(), 1.0, "ran, but spills 512 bytes of registers")
+    assert spilled.best() is None and spilled.state().limits == [SMALL.start()]
     with pytest.raises(ValueError, match="positive finite"):
         Searcher(SPACE, seed=0).observe(SPACE.start(), float("nan"))
     assert Searcher(SPACE, seed=0).best() is None
