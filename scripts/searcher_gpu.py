@@ -5,7 +5,7 @@
 
 For each plain starting kernel below (a first draft: small fixed blocks, Triton's default warps), it
 builds the kernel's joint knob space (``space_of`` with the problem's sizes), cuts a box of it small
-enough to sweep in about a minute, and times every point of the box in this process with
+enough to sweep in minutes, and times every point of the box in this process with
 ``triton.testing.do_bench`` (median), after checking its output against torch. A point that fails to
 compile, runs out of resources or gives a wrong answer is a failure with its text. Then it replays each
 search strategy over the swept times (no more GPU time): the evaluations until the searcher's own best
@@ -111,7 +111,7 @@ def matmul_case(device: str) -> tuple[str, dict[str, int], tuple, torch.Tensor, 
     a, b = (torch.randn(size, size, device=device, dtype=torch.float16) for _ in range(2))
     if SMOKE:
         box = {"block": [32, 64], "warps": [4], "stages": [3]}
-    else:  # 3 x 3 x 2 tiles, 2 warps, 2 stages, the grid swap: 144 points, about 2 minutes of compiles
+    else:  # 3 x 3 x 2 tiles, 2 warps, 2 stages, the grid swap: 144 points (each one compiled)
         box = {"block": [64, 128, 256], "BLOCK_K": [32, 64], "warps": [4, 8], "stages": [3, 4]}
     return MATMUL, {"M": size, "N": size, "K": size}, (a, b), (a.float() @ b.float()).half(), box
 
