@@ -11,8 +11,9 @@ import torch
 
 from beamsearch.schema import RunSpec, TimingKnobs
 from tests.conftest import KERNELS
-from workers.clock import InputNudger, clock_disagreement, measure, timing_checks
+from workers.clock import clock_disagreement, measure, timing_checks
 from workers.gpu_lock import device_key, gpu_lock
+from workers.timed_outputs import NUDGED_FRACTION, InputNudger, KeptOutputs, changed_inputs
 from workers.timing import time_target
 from workers.verify import verify_kernel
 
@@ -27,9 +28,9 @@ def test_kernel_and_eager_are_timed_the_same_way_and_labelled_cpu(scale_spec: Ru
         assert t.n >= 3 and t.min_ms <= t.median_ms and t.std_ms >= 0 and t.dtype == "bf16"
     assert kernel.timing.method == eager.timing.method
     # A kernel file is checked around its timing; the built-in targets are not.
-    assert {c.name for c in kernel.checks} == {"harness_intact", "background_work", "output_after_timing"}
+    assert {c.name for c in kernel.checks} == {"harness_intact", "background_work", "timed_outputs"}
     assert all(c.passed for c in kernel.checks) and not eager.checks
-    assert kernel.perturb_seed is not None
+    assert kernel.checked_reps and not eager.checked_reps
     assert kernel.compiled_hash is None  # the interpreter compiles nothing: candidates differ by source alone
 
 
@@ -43,7 +44,7 @@ def test_a_verified_kernel_is_timed_in_its_process_the_way_the_timing_child_time
     assert timing.target == verdict.kernel_path and "timed" in verdict.steps_s
     assert timing.timing.method == child.timing.method and timing.timing.n >= 3 and not timing.timing.on_gpu
     assert {c.name for c in timing.checks} == {c.name for c in child.checks}  # the same checks, all passed
-    assert all(c.passed for c in timing.checks) and timing.perturb_seed is not None
+    assert all(c.passed for c in timing.checks) and timing.checked_reps
     rejected = verify_kernel(scale_spec, str(KERNELS / "wrong_values.py"), timing=TimingKnobs())
     assert not rejected.passed and rejected.timing is None  # only a kernel that passed is timed
 
@@ -118,18 +119,38 @@ def test_a_candidate_slower_than_the_screen_is_timed_briefly_in_its_process(scal
     assert ("stopped_early_when_slower", True) in [(c.name, c.passed) for c in timing.checks]
 
 
-def test_inputs_change_between_repetitions_and_are_put_back() -> None:
-    x = torch.rand(64)
+def test_inputs_change_between_repetitions_the_judge_rebuilds_them_and_they_are_put_back() -> None:
+    x = torch.rand(4096)
     pristine = x.clone()
-    nudge = InputNudger([x, 3], seed=1, k=4)
+    nudge = InputNudger([x, 3])
     seen = set()
     for _ in range(5):
         nudge()
-        assert 0 < int((x != pristine).sum()) <= 4
+        changed = int((x != pristine).sum())
+        assert 0.5 * NUDGED_FRACTION * x.numel() < changed <= NUDGED_FRACTION * x.numel()  # a fraction, not a few
+        assert set(x.tolist()) <= set(pristine.tolist())  # the input's own values: its domain is kept
+        assert torch.equal(changed_inputs([pristine, 3], nudge.seed)[0], x)  # what the judge rebuilds
         seen.add(x.numpy().tobytes())
     assert len(seen) == 5  # no two repetitions saw the same input
     nudge.restore()
-    assert torch.equal(x, pristine)
+    assert torch.equal(x, pristine) and nudge.seed is None
+
+
+def test_every_timed_repetition_is_as_likely_to_be_kept_and_kept_outputs_are_copies() -> None:
+    n, trials = 12, 600
+    counts = [0] * n
+    for _ in range(trials):
+        kept = KeptOutputs(lambda: 5, k=3)
+        out = torch.zeros(2)
+        for i in range(n):
+            out.fill_(i)  # one buffer reused by every call: the copies must not follow it
+            kept.offer(out)
+        assert len(kept.kept) == 3 and kept.offered == n
+        assert all(float(k.outputs[0][0]) == k.rep and k.input_seed == 5 for k in kept.kept)
+        for k in kept.kept:
+            counts[k.rep] += 1
+    expected = trials * 3 / n  # 150 each; the first and the last as likely as the rest
+    assert all(0.6 * expected < c < 1.4 * expected for c in counts), counts
 
 
 def test_a_failing_target_is_a_value_not_an_exception(scale_spec: RunSpec) -> None:

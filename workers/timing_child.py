@@ -7,18 +7,22 @@ measurement. On a GPU a kernel file's second call, also before the lock, hashes 
 launches (``workers.compiled_code``), so the driver can spot two sources that compile to one kernel.
 Run only through ``workers.timing.time_target``.
 
-Between repetitions a few input elements change (``InputNudger``), so no two timed calls see the same
-input: caching answers by input values gains nothing here. A kernel file is timed in its own process,
-so it gets the guards that fit there (``KernelWatch``): before it is imported, the harness is
-snapshotted, the process confined (Landlock), and the answer to a final call on inputs changed at
-random places computed; afterwards the snapshot must be unchanged, no thread or process it started may
-be alive, that final call's output must match, the CUDA events must agree with the host clock, and most
-repetitions must end on the call's own stream. A failure is a ``failed`` result that keeps the numbers.
+Before each repetition a fraction of the input elements change (``workers.timed_outputs``), so no two
+timed calls see the same input: caching answers by input values gains nothing here. A kernel file is
+timed in its own process, so it gets the guards that fit there (``KernelWatch``): before it is imported,
+the harness is snapshotted, the process confined (Landlock), and the inputs and the model copied;
+afterwards the snapshot must be unchanged, no thread or process it started may be alive, the outputs of
+the timed repetitions kept at random (chosen after each call returned) must match references made from
+those copies for the inputs each repetition saw, the CUDA events must agree with the host clock, and
+most repetitions must end on the call's own stream. A failure is a ``failed`` result that keeps the
+numbers. The kernel shares this process with the references, as it shares its runner with the kept
+copies in a search: what it cannot know during a call is whether that call will be checked.
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 import time
 import traceback
 from collections.abc import Callable
@@ -30,8 +34,7 @@ import torch
 from beamsearch.schema import DEFAULT_TOLERANCES, CheckResult, RunSpec, Timing, TimingRequest, TimingResult
 from workers.binding import bind, model_values
 from workers.child_process import serve
-from workers.clock import InputNudger, measure, timing_checks
-from workers.compare import compare
+from workers.clock import measure, timing_checks
 from workers.compiled_code import launch_hash
 from workers.gpu_lock import gpu_lock, lock_folder
 from workers.integrity import BackgroundWork, Snapshot, ThreadStarts, install_thread_tripwire
@@ -40,13 +43,11 @@ from workers.problem_instance import (
     instantiate,
     load_kernel_function,
     load_problem_module,
-    nudge_seed,
-    perturb_,
-    reference_output,
     select_device,
 )
 from workers.sandbox import confine_job
 from workers.steps import Steps
+from workers.timed_outputs import InputNudger, KeptOutputs, wrong_kept
 
 COMPILE_MODES = {"compile": None, "compile-max-autotune": "max-autotune-no-cudagraphs"}
 _synchronize = torch.cuda.synchronize  # taken before any kernel is imported
@@ -71,14 +72,13 @@ def build_callable(target: str, instance: ProblemInstance) -> Callable[[], Any]:
 class KernelWatch:
     """What a timed kernel file is checked against; made before the kernel is imported."""
 
-    def __init__(self, instance: ProblemInstance, spec: RunSpec, seed: int, lock_dir: str) -> None:
-        self.instance, self.spec, self.seed = instance, spec, seed
+    def __init__(self, instance: ProblemInstance, spec: RunSpec, lock_dir: str) -> None:
+        self.spec = spec
         self.checks: list[CheckResult] = []
         self.tolerance = DEFAULT_TOLERANCES[spec.dtype]
-        probe = [t.clone() if isinstance(t, torch.Tensor) else t for t in instance.inputs]
-        perturb_(probe, seed)
-        self.reference = reference_output(ProblemInstance(instance.model, probe), spec)
-        del probe
+        # Copies made before the kernel is imported: the timed repetitions' references come from them.
+        self.pristine = [t.clone() if isinstance(t, torch.Tensor) else t for t in instance.inputs]
+        self.model = copy.deepcopy(instance.model)
         install_thread_tripwire()
         folder = Path.cwd().parent  # the job's folder: this process writes its result file there
         self.sandbox = confine_job(Path.cwd(), [folder, lock_folder(lock_dir)])
@@ -105,30 +105,10 @@ class KernelWatch:
         self.record("background_work", not left,
                     f"kernel_function left work running after it returned ({where}): {', '.join(left)[:500]}")  # fmt: skip
 
-    def check_output(self, fn: Callable[[], Any]) -> None:
-        """One more call, on inputs changed at random places known only to this process: its output
-        must match the reference computed before the kernel was imported."""
-        perturb_(self.instance.inputs, self.seed)
-        with self.threads:
-            out = fn()
-            if self.spec.device.startswith("cuda"):
-                _synchronize()
-        outs = list(out) if isinstance(out, (tuple, list)) else [out]
-        refs = list(self.reference) if isinstance(self.reference, (tuple, list)) else [self.reference]
-        problem = None
-        if len(outs) != len(refs):
-            problem = f"returned {len(outs)} outputs, the reference returns {len(refs)}"
-        for k, (o, r) in enumerate(zip(outs, refs, strict=False)):
-            if problem is None and (type(o) is not torch.Tensor or o.shape != r.shape):
-                problem = f"output {k} is not a plain tensor of shape {tuple(r.shape)}"
-            if problem is None:
-                cmp = compare(o, r, self.tolerance)
-                if not cmp.passed:
-                    problem = (f"output {k}: {cmp.n_mismatched + cmp.n_unwritten + cmp.n_unexpected_nonfinite} of "
-                               f"{cmp.n} elements wrong (max abs err {cmp.max_abs_err:.4g})")  # fmt: skip
-        self.record("output_after_timing", problem is None,
-                    f"a call after the timed repetitions, on inputs changed at random places, gave a wrong answer: "
-                    f"{problem}")  # fmt: skip
+    def check_kept(self, kept: KeptOutputs) -> None:
+        """The outputs of the timed repetitions kept at random must match references for their inputs."""
+        problem = wrong_kept(kept.kept, kept.offered, self.pristine, self.model, self.spec, self.tolerance)
+        self.record("timed_outputs", problem is None, f"a timed repetition gave a wrong answer: {problem}")
 
     def check_timing(self, timing: Timing, device: str, screen_above_ms: float | None) -> None:
         for check in timing_checks(timing, device, screen_above_ms):
@@ -144,11 +124,11 @@ def _time_in_child(req: TimingRequest, alone: contextlib.ExitStack) -> TimingRes
     start = time.perf_counter()
     steps = Steps(start)
     spec = req.spec
-    seed = nudge_seed()
     watch: KernelWatch | None = None
     timing: Timing | None = None
     waited_s = first_call_s = 0.0
     compiled_hash: str | None = None
+    checked: list[int] = []
     try:
         if spec.device.startswith("cuda") and not torch.cuda.is_available():
             raise RuntimeError(f"device {spec.device} asked for, but no CUDA GPU is visible")
@@ -159,7 +139,7 @@ def _time_in_child(req: TimingRequest, alone: contextlib.ExitStack) -> TimingRes
         steps.end("inputs")
         with torch.no_grad():
             if req.target != "eager" and req.target not in COMPILE_MODES:
-                watch = KernelWatch(instance, spec, seed, req.lock_dir)
+                watch = KernelWatch(instance, spec, req.lock_dir)
                 steps.end("watch_ready")
             fn = build_callable(req.target, instance)
             if watch is not None:
@@ -177,7 +157,8 @@ def _time_in_child(req: TimingRequest, alone: contextlib.ExitStack) -> TimingRes
                         compiled_hash = launch_hash(fn, _synchronize)
                     watch.check_process("the call that hashes the compiled code")
                     steps.end("hashed")
-            nudger = InputNudger(instance.inputs, seed)
+            nudger = InputNudger(instance.inputs)
+            kept = KeptOutputs(lambda: nudger.seed)
             with contextlib.nullcontext(0.0) if req.exclusive else gpu_lock(spec.device, req.lock_dir) as waited:
                 waited_s += waited
                 steps.end("locked")
@@ -185,34 +166,34 @@ def _time_in_child(req: TimingRequest, alone: contextlib.ExitStack) -> TimingRes
                     timing = measure(
                         fn, spec.device, dtype=spec.dtype, shapes=spec.shapes, warmup_ms=req.warmup_ms,
                         rep_ms=req.rep_ms, min_reps=req.min_reps, max_reps=req.max_reps, between_reps=nudger,
-                        screen_above_ms=req.screen_above_ms,
+                        after_rep=kept.offer if watch is not None else None, screen_above_ms=req.screen_above_ms,
                     )  # fmt: skip
             steps.end("measured")
             nudger.restore()
             if watch is not None:
                 watch.check_process("during the timed calls")
-                watch.check_output(fn)
-                watch.check_process("after the last call")
+                checked = sorted(k.rep for k in kept.kept)
+                watch.check_kept(kept)
                 watch.check_timing(timing, spec.device, req.screen_above_ms)
                 steps.end("checked")
     except Rejected as r:
         return TimingResult(
             target=req.target, status="failed", reason=str(r)[:900], timing=timing, lock_wait_s=waited_s,
             first_call_s=first_call_s, duration_s=time.perf_counter() - start, checks=watch.checks if watch else [],
-            perturb_seed=seed, sandbox=watch.sandbox if watch else "",
-            steps_s=steps.ended,
+            sandbox=watch.sandbox if watch else "", checked_reps=checked, steps_s=steps.ended,
         )  # fmt: skip
     except BaseException as e:  # noqa: BLE001 - whatever the target does, report it
         return TimingResult(
             target=req.target, status="failed", reason=f"{type(e).__name__}: {e}".splitlines()[0][:500],
             duration_s=time.perf_counter() - start, traceback=traceback.format_exc(),
-            checks=watch.checks if watch else [], perturb_seed=seed, sandbox=watch.sandbox if watch else "",
+            checks=watch.checks if watch else [], sandbox=watch.sandbox if watch else "",
             steps_s=steps.ended,
         )  # fmt: skip
     return TimingResult(
         target=req.target, status="ok", timing=timing, lock_wait_s=waited_s, first_call_s=first_call_s,
-        duration_s=time.perf_counter() - start, checks=watch.checks if watch else [], perturb_seed=seed,
+        duration_s=time.perf_counter() - start, checks=watch.checks if watch else [],
         sandbox=watch.sandbox if watch else "", compiled_hash=compiled_hash, steps_s=steps.ended,
+        checked_reps=checked,
     )  # fmt: skip
 
 

@@ -1,0 +1,169 @@
+"""The outputs of timed repetitions, checked: no kernel can tell a timed call from a checked one.
+
+A timing changes the inputs between repetitions (``InputNudger``) and, after each timed repetition, once
+the call has returned and the device is synchronised, draws fresh randomness from the operating system
+to decide whether to keep a copy of that repetition's outputs (``KeptOutputs``: reservoir sampling, so
+each of the n repetitions ends up kept with the same chance, k/n). The judge rebuilds the inputs each
+kept repetition saw (``changed_inputs``: the pristine inputs and the change's seed) and compares every
+kept output in full with a reference (``wrong_kept``).
+
+Why a kernel in the same process cannot evade it:
+
+- The choice does not exist while the kernel runs. It is drawn with ``os.urandom`` after the call has
+  returned, so no stack walk, call count, clock, L2 state or memory scan made during the call can learn
+  it: every timed call is equally likely to be checked, and a kernel that does less work in some
+  fraction c of its timed calls is caught with probability about 1 - (1 - c)^k. A kernel that cheats
+  whenever it is timed (a fake speed-up worth having) is caught for certain.
+- The change before each repetition has a seed drawn from ``os.urandom`` just before that repetition,
+  so a kernel cannot work out answers for future inputs ahead (at import, in its warm-up calls).
+- The change is large enough that an earlier answer is wrong: a fraction (``NUDGED_FRACTION``) of each
+  floating input's elements take values copied from other random places of the original input (the
+  input's own values: the problem's domain is kept). A max-pool window of w elements changes its output
+  with probability about 2wf/(w + 1) ~ 2f (its maximum is overwritten, or a larger value lands in it),
+  so a stale answer over M windows slips through with about (1 - 2f)^M; a row max over R rows with
+  (1 - 2f)^R per kept repetition, (1 - 2f)^(kR) over k kept ones: for f = 1/16, R = 16 and k = 4 that is
+  about 2e-4, for R = 64 below 1e-14. A single maximum over the whole input (R = 1) is the weak case:
+  (7/8)^4 ~ 0.59; such a problem needs the sets of inputs to differ, not to be nudged.
+- The references are made by the judge from inputs and a model it copied before the timing, so a kernel
+  that changes its inputs or the model's weights while timed is compared with the honest answer.
+
+What it does not cover: a kernel that rewrites the harness's own memory outside its calls (the kept
+copies, the recorded seeds) could forge this as it could forge the timing's numbers; names of the
+harness that are replaced are caught (``integrity``), raw writes to its data are not. The places changed
+for the current repetition are in the process's memory during the call, so an elementwise kernel could
+read them and update its previous answer at those places only; that is work on the clock for about a
+fraction f of the elements, and is a known gap (see docs/timing-checks.md).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from beamsearch.schema import RunSpec, Tolerance
+from workers.compare import compare
+from workers.problem_instance import ProblemInstance, reference_output
+
+_urandom = os.urandom  # taken before any kernel is imported
+NUDGED_FRACTION = 1 / 16
+NUDGED_MIN = 8  # tiny inputs: at least this many places change
+KEPT_REPS = 4
+
+
+def fresh_seed() -> int:
+    """63 bits from the operating system: nothing in the process can know them before they are drawn."""
+    return int.from_bytes(_urandom(8), "little") >> 1
+
+
+def _changeable(tensors: list[Any]) -> list[torch.Tensor]:
+    return [t.view(-1) for t in tensors
+            if isinstance(t, torch.Tensor) and t.is_floating_point() and t.is_contiguous() and t.numel() > 1]  # fmt: skip
+
+
+def nudge_(tensors: list[Any], seed: int, fraction: float = NUDGED_FRACTION) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Copy values from random places of each floating input into about ``fraction`` of its elements, at
+    other random places (drawn on the tensor's device from ``seed``, so the judge redraws the same ones).
+    Returns (places, old values) per tensor, to put back."""
+    saved = []
+    with torch.no_grad():
+        for j, flat in enumerate(_changeable(tensors)):
+            n = flat.numel()
+            m = min(n, max(NUDGED_MIN, int(n * fraction)))
+            gen = torch.Generator(device=flat.device).manual_seed((seed + j) % (1 << 63))
+            places = torch.randint(0, n, (m,), generator=gen, device=flat.device)
+            sources = torch.randint(0, n, (m,), generator=gen, device=flat.device)
+            saved.append((places, flat[places].clone()))
+            flat[places] = flat[sources]
+    return saved
+
+
+def changed_inputs(pristine: list[Any], seed: int) -> list[Any]:
+    """The inputs a repetition saw: copies of the pristine inputs, changed with that repetition's seed."""
+    inputs = [t.clone() if isinstance(t, torch.Tensor) else t for t in pristine]
+    nudge_(inputs, seed)
+    return inputs
+
+
+class InputNudger:
+    """Between repetitions: put back what the last change changed, draw a fresh seed, change the inputs
+    with it (``nudge_``). ``seed`` is the current change's (None: the inputs are as given)."""
+
+    def __init__(self, inputs: list[Any]) -> None:
+        self.inputs = inputs
+        self.saved: list[tuple[torch.Tensor, torch.Tensor]] = []
+        self.seed: int | None = None
+
+    def __call__(self) -> None:
+        self.restore()
+        self.seed = fresh_seed()
+        self.saved = nudge_(self.inputs, self.seed)
+
+    def restore(self) -> None:
+        with torch.no_grad():
+            for flat, (places, values) in zip(_changeable(self.inputs), self.saved, strict=False):
+                flat[places] = values
+        self.saved, self.seed = [], None
+
+
+@dataclass
+class Kept:
+    rep: int  # 0-based among the timed repetitions
+    input_seed: int | None  # the change the inputs had; None: unchanged
+    outputs: list[torch.Tensor | None]  # copies; None where the call returned something else than a plain tensor
+    returned: list[str]  # what each output was (type names), for the reason when it was not a plain tensor
+
+
+class KeptOutputs:
+    """Reservoir sampling of the timed repetitions' outputs, decided after each call has returned."""
+
+    def __init__(self, input_seed: Callable[[], int | None], k: int = KEPT_REPS) -> None:
+        self.input_seed = input_seed
+        self.k = k
+        self.kept: list[Kept] = []
+        self.offered = 0
+
+    def offer(self, out: Any) -> None:
+        """Called off the clock, after the device is synchronised: keep copies of ``out`` with chance k/n."""
+        rep = self.offered
+        self.offered += 1
+        if len(self.kept) < self.k:
+            slot = len(self.kept)
+            self.kept.append(None)  # type: ignore[arg-type]
+        else:
+            slot = fresh_seed() % self.offered
+            if slot >= self.k:
+                return
+        outs = list(out) if isinstance(out, (tuple, list)) else [out]
+        copies = [o.detach().clone() if type(o) is torch.Tensor else None for o in outs]
+        self.kept[slot] = Kept(rep, self.input_seed(), copies, [type(o).__name__ for o in outs])
+
+
+def wrong_kept(
+    kept: list[Kept], n_reps: int, pristine: list[Any], model: torch.nn.Module, spec: RunSpec, tolerance: Tolerance
+) -> str | None:
+    """None when every kept repetition's outputs match the reference for the inputs it saw; else why not,
+    naming the repetition. ``pristine`` and ``model``: copies the kernel could not change while timed."""
+    if not kept and n_reps:
+        return f"none of the {n_reps} timed repetitions' outputs were kept"
+    for k in sorted(kept, key=lambda k: k.rep):
+        where = f"timed repetition {k.rep + 1} of {n_reps} (kept at random after it returned)"
+        inputs = pristine if k.input_seed is None else changed_inputs(pristine, k.input_seed)
+        reference = reference_output(ProblemInstance(model, inputs), spec)  # it copies the model
+        refs = list(reference) if isinstance(reference, (tuple, list)) else [reference]
+        if len(k.outputs) != len(refs):
+            return f"{where}: returned {len(k.outputs)} outputs, the reference returns {len(refs)}"
+        for j, (o, r) in enumerate(zip(k.outputs, refs, strict=True)):
+            if o is None:
+                return f"{where}: output {j} is a {k.returned[j]}, not a plain torch.Tensor"
+            if tuple(o.shape) != tuple(r.shape):
+                return f"{where}: output {j} has shape {tuple(o.shape)}, expected {tuple(r.shape)}"
+            cmp = compare(o, r, tolerance)
+            if not cmp.passed:
+                wrong = cmp.n_mismatched + cmp.n_unwritten + cmp.n_unexpected_nonfinite
+                return (f"{where}: output {j}: {wrong} of {cmp.n} elements wrong (max abs err "
+                        f"{cmp.max_abs_err:.4g}, first at flat index {cmp.first_bad_index})")  # fmt: skip
+    return None
