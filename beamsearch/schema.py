@@ -131,7 +131,7 @@ class TimingResult(Record):
     @property
     def median_ms(self) -> float | None:
         """The time to rank by: only a timing that passed its checks has one. A failed timing's numbers
-        (a wrong answer after the timed calls, clocks that disagree) are kept as evidence, not as a time."""
+        (a wrong answer from a timed call, clocks that disagree) are kept as evidence, not as a time."""
         return self.timing.median_ms if self.status == "ok" and self.timing is not None else None
 
 

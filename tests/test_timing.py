@@ -136,6 +136,22 @@ def test_inputs_change_between_repetitions_the_judge_rebuilds_them_and_they_are_
     assert torch.equal(x, pristine) and nudge.seed is None
 
 
+def test_an_earlier_answer_is_wrong_after_a_change_even_for_a_max_pool_or_a_row_max() -> None:
+    """A handful of changed elements can leave every max-pool window's maximum where it was; a fraction
+    of them changes most windows, and enough rows' maxima that a stale row max is caught."""
+    torch.manual_seed(0)
+    x = torch.randn(1, 1, 16, 32, 32)
+    pool = torch.nn.functional.max_pool3d(x, 3, stride=2)
+    rows = torch.randn(16, 4096)
+    stale_rows = 0
+    for seed in range(40):
+        changed = changed_inputs([x, rows], seed)
+        windows = (torch.nn.functional.max_pool3d(changed[0], 3, stride=2) != pool).float().mean()
+        assert windows > NUDGED_FRACTION  # each window changes with about twice the fraction changed
+        stale_rows += bool(torch.equal(changed[1].amax(dim=1), rows.amax(dim=1)))
+    assert stale_rows <= 14  # about (1 - 1.5/16) ** 16 ~ 0.2 per repetition; four kept ones all stale: ~2e-3
+
+
 def test_every_timed_repetition_is_as_likely_to_be_kept_and_kept_outputs_are_copies() -> None:
     n, trials = 12, 600
     counts = [0] * n

@@ -108,7 +108,7 @@ class KernelWatch:
     def check_kept(self, kept: KeptOutputs) -> None:
         """The outputs of the timed repetitions kept at random must match references for their inputs."""
         problem = wrong_kept(kept.kept, kept.offered, self.pristine, self.model, self.spec, self.tolerance)
-        self.record("timed_outputs", problem is None, f"a timed repetition gave a wrong answer: {problem}")
+        self.record("timed_outputs", problem is None, problem or "")
 
     def check_timing(self, timing: Timing, device: str, screen_above_ms: float | None) -> None:
         for check in timing_checks(timing, device, screen_above_ms):
