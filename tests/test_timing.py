@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 import torch
 
 from beamsearch.schema import RunSpec, TimingKnobs
@@ -150,6 +151,18 @@ def test_an_earlier_answer_is_wrong_after_a_change_even_for_a_max_pool_or_a_row_
         assert windows > NUDGED_FRACTION  # each window changes with about twice the fraction changed
         stale_rows += bool(torch.equal(changed[1].amax(dim=1), rows.amax(dim=1)))
     assert stale_rows <= 14  # about (1 - 1.5/16) ** 16 ~ 0.2 per repetition; four kept ones all stale: ~2e-3
+
+
+@pytest.mark.gpu
+def test_the_judge_rebuilds_a_repetitions_inputs_exactly_on_a_gpu() -> None:
+    x = torch.randn(1 << 22, device="cuda", dtype=torch.bfloat16)
+    pristine = x.clone()
+    nudge = InputNudger([x])
+    for _ in range(3):
+        nudge()
+        assert torch.equal(changed_inputs([pristine], nudge.seed)[0], x)  # bit for bit, as the judge needs
+    nudge.restore()
+    assert torch.equal(x, pristine)
 
 
 def test_every_timed_repetition_is_as_likely_to_be_kept_and_kept_outputs_are_copies() -> None:

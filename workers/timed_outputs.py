@@ -21,8 +21,8 @@ Why a kernel in the same process cannot evade it:
   input's own values: the problem's domain is kept). A max-pool window changes its output with about
   1.5f to 2f (its maximum is overwritten, or a larger value lands in it), so a stale answer over M windows
   slips through with about (1 - 1.5f)^M per kept repetition; a row max over R rows likewise, (1 - 1.5f)^R,
-  and (1 - 1.5f)^(kR) over k kept repetitions: for f = 1/16, R = 16 and k = 4 about 2e-3, for R = 64
-  about 1e-11 (tests/test_timing.py measures it). A single maximum over the whole input (R = 1) is the
+  and (1 - 1.5f)^(kR) over k kept repetitions: for f = 1/16, R = 16 and k = 4 at most about 2e-3, for
+  R = 64 about 1e-11 (tests/test_timing.py measures it). A single maximum over the whole input (R = 1) is the
   weak case, about 0.7; such a problem needs its sets of inputs to differ, not to be nudged.
 - The references are made by the judge from inputs and a model it copied before the timing, so a kernel
   that changes its inputs or the model's weights while timed is compared with the honest answer.
@@ -50,7 +50,7 @@ from workers.problem_instance import ProblemInstance, reference_output
 
 _urandom = os.urandom  # taken before any kernel is imported
 NUDGED_FRACTION = 1 / 16
-NUDGED_MIN = 8  # tiny inputs: at least this many places change
+NUDGED_MIN = 8  # tiny inputs: at least this many places change (all of them below that)
 KEPT_REPS = 4
 
 
@@ -65,16 +65,20 @@ def _changeable(tensors: list[Any]) -> list[torch.Tensor]:
 
 
 def nudge_(tensors: list[Any], seed: int, fraction: float = NUDGED_FRACTION) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """Copy values from random places of each floating input into about ``fraction`` of its elements, at
-    other random places (drawn on the tensor's device from ``seed``, so the judge redraws the same ones).
-    Returns (places, old values) per tensor, to put back."""
+    """Copy values from random places of each floating input into about ``fraction`` of its elements: one
+    random element in each block of 1/fraction consecutive ones (drawn on the tensor's device from
+    ``seed``, so the judge redraws the same). No place is drawn twice: a write of two values to one place
+    lands in no fixed order on a GPU, and the judge must rebuild the very same inputs. Returns (places,
+    old values) per tensor, to put back."""
     saved = []
     with torch.no_grad():
         for j, flat in enumerate(_changeable(tensors)):
             n = flat.numel()
-            m = min(n, max(NUDGED_MIN, int(n * fraction)))
+            block = max(1, min(round(1 / fraction), n // NUDGED_MIN))
+            m = n // block
             gen = torch.Generator(device=flat.device).manual_seed((seed + j) % (1 << 63))
-            places = torch.randint(0, n, (m,), generator=gen, device=flat.device)
+            offsets = torch.randint(0, block, (m,), generator=gen, device=flat.device)
+            places = torch.arange(m, device=flat.device) * block + offsets
             sources = torch.randint(0, n, (m,), generator=gen, device=flat.device)
             saved.append((places, flat[places].clone()))
             flat[places] = flat[sources]
