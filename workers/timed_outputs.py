@@ -151,8 +151,9 @@ def wrong_kept(
 ) -> str | None:
     """None when every kept repetition's outputs match the reference for the inputs it saw; else why not,
     naming the repetition. ``pristine`` and ``model``: copies the kernel could not change while timed."""
-    if not kept and n_reps:
-        return f"none of the {n_reps} timed repetitions' outputs were kept"
+    reps = sorted(k.rep for k in kept)
+    if len(kept) < min(KEPT_REPS, n_reps) or len(set(reps)) < len(reps) or any(not 0 <= r < n_reps for r in reps):
+        return f"the outputs kept of {n_reps} timed repetitions were not {min(KEPT_REPS, n_reps)} of them: {reps}"
     for k in sorted(kept, key=lambda k: k.rep):
         where = f"timed repetition {k.rep + 1} of {n_reps} (kept at random after it returned)"
         inputs = pristine if k.input_seed is None else changed_inputs(pristine, k.input_seed)
