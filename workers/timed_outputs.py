@@ -51,6 +51,7 @@ from workers.problem_instance import ProblemInstance, reference_output
 _urandom = os.urandom  # taken before any kernel is imported
 NUDGED_FRACTION = 1 / 16
 NUDGED_MIN = 8  # tiny inputs: at least this many places change (all of them below that)
+RUN = 16  # consecutive elements changed together (32 bytes of bf16: one memory sector)
 KEPT_REPS = 4
 
 
@@ -64,24 +65,27 @@ def _changeable(tensors: list[Any]) -> list[torch.Tensor]:
             if isinstance(t, torch.Tensor) and t.is_floating_point() and t.is_contiguous() and t.numel() > 1]  # fmt: skip
 
 
-def nudge_(tensors: list[Any], seed: int, fraction: float = NUDGED_FRACTION) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """Copy values from random places of each floating input into about ``fraction`` of its elements: one
-    random element in each block of 1/fraction consecutive ones (drawn on the tensor's device from
-    ``seed``, so the judge redraws the same). No place is drawn twice: a write of two values to one place
-    lands in no fixed order on a GPU, and the judge must rebuild the very same inputs. Returns (places,
-    old values) per tensor, to put back."""
+def nudge_(tensors: list[Any], seed: int, fraction: float = NUDGED_FRACTION) -> list[tuple[torch.Tensor, ...]]:
+    """Copy values from random places of each floating input into about ``fraction`` of its elements: in
+    each block of 1/fraction runs of ``RUN`` consecutive elements, one random run takes the values of a
+    random other run (drawn on the tensor's device from ``seed``, so the judge redraws the same). Runs,
+    not single elements: each copy moves whole memory sectors, and there are RUN times fewer indices to
+    draw. No run is written twice: two values written to one place land in no fixed order on a GPU, and
+    the judge must rebuild the very same inputs. Returns (runs, places, old values) per tensor."""
     saved = []
     with torch.no_grad():
         for j, flat in enumerate(_changeable(tensors)):
             n = flat.numel()
-            block = max(1, min(round(1 / fraction), n // NUDGED_MIN))
-            m = n // block
+            run = RUN if n >= RUN * NUDGED_MIN * round(1 / fraction) else 1  # tiny inputs: single elements
+            runs = flat[: n - n % run].view(-1, run)
+            block = max(1, min(round(1 / fraction), runs.shape[0] // NUDGED_MIN))
+            m = runs.shape[0] // block
             gen = torch.Generator(device=flat.device).manual_seed((seed + j) % (1 << 63))
             offsets = torch.randint(0, block, (m,), generator=gen, device=flat.device)
             places = torch.arange(m, device=flat.device) * block + offsets
-            sources = torch.randint(0, n, (m,), generator=gen, device=flat.device)
-            saved.append((places, flat[places].clone()))
-            flat[places] = flat[sources]
+            sources = torch.randint(0, runs.shape[0], (m,), generator=gen, device=flat.device)
+            saved.append((runs, places, runs[places].clone()))
+            runs[places] = runs[sources]
     return saved
 
 
@@ -98,7 +102,7 @@ class InputNudger:
 
     def __init__(self, inputs: list[Any]) -> None:
         self.inputs = inputs
-        self.saved: list[tuple[torch.Tensor, torch.Tensor]] = []
+        self.saved: list[tuple[torch.Tensor, ...]] = []
         self.seed: int | None = None
 
     def __call__(self) -> None:
@@ -108,8 +112,8 @@ class InputNudger:
 
     def restore(self) -> None:
         with torch.no_grad():
-            for flat, (places, values) in zip(_changeable(self.inputs), self.saved, strict=False):
-                flat[places] = values
+            for runs, places, values in self.saved:
+                runs[places] = values
         self.saved, self.seed = [], None
 
 
