@@ -12,6 +12,7 @@ import torch
 
 from beamsearch.schema import RunSpec, TimingKnobs
 from tests.conftest import KERNELS
+from workers import timed_outputs
 from workers.clock import clock_disagreement, measure, timing_checks
 from workers.gpu_lock import device_key, gpu_lock
 from workers.timed_outputs import NUDGED_FRACTION, InputNudger, KeptOutputs, changed_inputs
@@ -165,11 +166,12 @@ def test_the_judge_rebuilds_a_repetitions_inputs_exactly_on_a_gpu() -> None:
     assert torch.equal(x, pristine)
 
 
-def test_every_timed_repetition_is_as_likely_to_be_kept_and_kept_outputs_are_copies() -> None:
+def test_every_timed_repetition_is_as_likely_to_be_kept_and_kept_outputs_are_copies(monkeypatch) -> None:
+    monkeypatch.setattr(timed_outputs, "KEPT_BYTES", 3 * 8)  # room for three copies of two float32
     n, trials = 12, 600
     counts = [0] * n
     for _ in range(trials):
-        kept = KeptOutputs(lambda: 5, k=3)
+        kept = KeptOutputs(lambda: 5)
         out = torch.zeros(2)
         for i in range(n):
             out.fill_(i)  # one buffer reused by every call: the copies must not follow it

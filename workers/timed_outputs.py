@@ -53,6 +53,7 @@ NUDGED_FRACTION = 1 / 16
 NUDGED_MIN = 8  # tiny inputs: at least this many places change (all of them below that)
 RUN = 16  # consecutive elements changed together (32 bytes of bf16: one memory sector)
 KEPT_REPS = 4
+KEPT_BYTES = 4 << 30  # copies kept at once, at most (at least one): GPU memory beside other workers' jobs
 
 
 def fresh_seed() -> int:
@@ -125,12 +126,21 @@ class Kept:
     returned: list[str]  # what each output was (type names), for the reason when it was not a plain tensor
 
 
+def kept_reps(output_bytes: int) -> int:
+    """How many repetitions are kept: ``KEPT_REPS``, fewer where their copies would pass ``KEPT_BYTES``
+    (one kept repetition still catches a kernel that cheats whenever it is timed)."""
+    return max(1, min(KEPT_REPS, KEPT_BYTES // max(output_bytes, 1)))
+
+
+def _nbytes(outputs: list[torch.Tensor | None]) -> int:
+    return sum(o.numel() * o.element_size() for o in outputs if o is not None)
+
+
 class KeptOutputs:
     """Reservoir sampling of the timed repetitions' outputs, decided after each call has returned."""
 
-    def __init__(self, input_seed: Callable[[], int | None], k: int = KEPT_REPS) -> None:
+    def __init__(self, input_seed: Callable[[], int | None]) -> None:
         self.input_seed = input_seed
-        self.k = k
         self.kept: list[Kept] = []
         self.offered = 0
 
@@ -138,15 +148,18 @@ class KeptOutputs:
         """Called off the clock, after the device is synchronised: keep copies of ``out`` with chance k/n."""
         rep = self.offered
         self.offered += 1
-        if len(self.kept) < self.k:
+        outs = list(out) if isinstance(out, (tuple, list)) else [out]
+        tensors = [o if type(o) is torch.Tensor else None for o in outs]
+        k = kept_reps(_nbytes(tensors))
+        if len(self.kept) < k:
             slot = len(self.kept)
             self.kept.append(None)  # type: ignore[arg-type]
         else:
             slot = fresh_seed() % self.offered
-            if slot >= self.k:
+            if slot >= len(self.kept):
                 return
-        outs = list(out) if isinstance(out, (tuple, list)) else [out]
-        copies = [o.detach().clone() if type(o) is torch.Tensor else None for o in outs]
+            self.kept[slot] = None  # type: ignore[call-overload]  # its memory is free before the next copy
+        copies = [o.detach().clone() if o is not None else None for o in tensors]
         self.kept[slot] = Kept(rep, self.input_seed(), copies, [type(o).__name__ for o in outs])
 
 
@@ -156,8 +169,9 @@ def wrong_kept(
     """None when every kept repetition's outputs match the reference for the inputs it saw; else why not,
     naming the repetition. ``pristine`` and ``model``: copies the kernel could not change while timed."""
     reps = sorted(k.rep for k in kept)
-    if len(kept) < min(KEPT_REPS, n_reps) or len(set(reps)) < len(reps) or any(not 0 <= r < n_reps for r in reps):
-        return f"the outputs kept of {n_reps} timed repetitions were not {min(KEPT_REPS, n_reps)} of them: {reps}"
+    want = min(kept_reps(max((_nbytes(k.outputs) for k in kept), default=0)), n_reps)
+    if len(kept) < want or len(set(reps)) < len(reps) or any(not 0 <= r < n_reps for r in reps):
+        return f"the outputs kept of {n_reps} timed repetitions were not {want} of them: {reps}"
     for k in sorted(kept, key=lambda k: k.rep):
         where = f"timed repetition {k.rep + 1} of {n_reps} (kept at random after it returned)"
         inputs = pristine if k.input_seed is None else changed_inputs(pristine, k.input_seed)
