@@ -1,8 +1,8 @@
-"""The process that imports and calls a candidate kernel for verification, and nothing else.
+"""The process that imports and calls a candidate kernel for verification or timing, and nothing else.
 
-The verification child (``verify_child``, the *judge*) forks this process at start-up, before it has
-touched a GPU or read anything about its job, so the runner holds no secret of the judge's: not the key
-that signs the verdict, not the references. The judge then sends requests over a socket pair
+The verification child (``verify_child``, the *judge*; the timing child is one too) forks this process at
+start-up, before it has touched a GPU or read anything about its job, so the runner holds no secret of
+the judge's: not the key that signs the verdict, not the references. The judge then sends requests over a socket pair
 (``shared_tensors``): *load* a kernel file, *call* it on these inputs (shared memory, never copied).
 The runner answers with the outputs (shared back) and what its observers saw: PyTorch operators
 (``torch_guard.ObservedCall``), host-side reads, threads and processes left running, and names of

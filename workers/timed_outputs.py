@@ -24,11 +24,14 @@ Why a kernel in the same process cannot evade it:
   and (1 - 1.5f)^(kR) over k kept repetitions: for f = 1/16, R = 16 and k = 4 at most about 2e-3, for
   R = 64 about 1e-11 (tests/test_timing.py measures it). A single maximum over the whole input (R = 1) is the
   weak case, about 0.7; such a problem needs its sets of inputs to differ, not to be nudged.
-- The references are made by the judge from inputs and a model it copied before the timing, so a kernel
-  that changes its inputs or the model's weights while timed is compared with the honest answer.
+- The references are made by the judge, another process (``verify_child``, ``timing_child``), from
+  inputs and a model it copied before the timing: a kernel that changes its inputs or the model's
+  weights while timed, or PyTorch's operators in its own process, is still compared with the honest
+  answer.
 
-What it does not cover: a kernel that rewrites the harness's own memory outside its calls (the kept
-copies, the recorded seeds) could forge this as it could forge the timing's numbers; names of the
+What it does not cover: a kernel that rewrites the runner's own memory outside its calls (the kept
+copies, the recorded seeds) could forge this as it could forge the timing's numbers, which that process
+records too; names of the
 harness that are replaced are caught (``integrity``), raw writes to its data are not. The places changed
 for the current repetition are in the process's memory during the call, so an elementwise kernel could
 read them and update its previous answer at those places only; that is work on the clock for about a
