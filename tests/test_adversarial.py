@@ -156,7 +156,7 @@ CASES: list[Case] = [
     *[Case(f"adversarial/{kernel}", cheat, stage, Expect("failed", "timed_outputs", ("timed repetition",)))
       for kernel, cheat in [("timed_by_stack.py", "half the work while a timing loop's frame is on its stack"),
                             ("counts_calls.py", "half the work in a window of calls the timed repetitions fill"),
-                            ("timing_gap.py", "half the work when called within 1 ms of its previous call"),
+                            ("timing_gap.py", "half the work when called within 1.5 ms of its previous call"),
                             ("stale_when_timed.py", "its previous answer, no work, when called back to back")]
       for stage in ("time", "search")],
     # the search's path: verified, then timed in the kernel's process (what a failure there looks like)

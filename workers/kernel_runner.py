@@ -86,14 +86,20 @@ class KernelProcess:
         theirs.close()
         return cls(pid, ours)
 
-    def request(self, body: dict[str, Any], tensors: list[torch.Tensor] = (),
-                timeout_s: float | None = None) -> tuple[dict[str, Any], list[torch.Tensor]]:  # fmt: skip
+    def request(self, body: dict[str, Any], tensors: list[torch.Tensor] = (), timeout_s: float | None = None,
+                notes: list[dict[str, Any]] | None = None) -> tuple[dict[str, Any], list[torch.Tensor]]:  # fmt: skip
         """Send a request and wait for the reply. Raises KernelProcessDied when the runner is gone, and
         KernelProcessHung when no reply came within ``timeout_s``: the runner is killed before that is
-        raised, so nothing of a hung kernel runs on once the caller lets go of a lock it holds."""
+        raised, so nothing of a hung kernel runs on once the caller lets go of a lock it holds. ``notes``
+        collects what the runner sends before its reply (a timing's seeds)."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
         try:
             self.channel.send(body, tensors)
-            return self.channel.recv(timeout_s)
+            while True:
+                reply, out = self.channel.recv(None if deadline is None else deadline - time.monotonic())
+                if notes is None or "note" not in reply:
+                    return reply, out
+                notes.append(reply["note"])
         except ChannelClosed as e:
             raise KernelProcessDied(str(e)) from e
         except ChannelTimeout as e:
@@ -225,22 +231,23 @@ class _Runner:
             compiled_hash = launch_hash(call, _synchronize)
         return {"compiled_hash": compiled_hash, "threads_started": threads.n, **self._evidence()}
 
-    def time(self, body: dict[str, Any], tensors: list[torch.Tensor]) -> tuple[dict[str, Any], list[torch.Tensor]]:
-        """Time the calls (``workers.clock.measure``), the inputs changed before each repetition and put
-        back afterwards, and hand back copies of the outputs of the repetitions kept at random, each with
-        the seed of its inputs' change (``kept``; ``outputs``: indices into the tensors sent back, None
-        where the call returned no plain tensor). The judge holds the GPU's measurement lock meanwhile."""
+    def time(self, body: dict[str, Any], tensors: list[torch.Tensor],
+             announce: Callable[[int], None]) -> tuple[dict[str, Any], list[torch.Tensor]]:  # fmt: skip
+        """Time the calls (``workers.clock.measure``), the inputs changed before each repetition with a
+        seed sent to the judge first (``announce``) and not kept here, and hand back copies of the outputs
+        of the repetitions kept at random, each with how many changes its inputs had had (``kept``;
+        ``outputs``: indices into the tensors sent back, None where the call returned no plain tensor).
+        The inputs are left changed. The judge holds the GPU's measurement lock meanwhile."""
         try:
             call = self.bound(body, tensors)
         except BindError as e:
             return _bind_error(e), []
-        nudger = InputNudger(self.inputs)
-        kept = KeptOutputs(lambda: nudger.seed)
+        nudger = InputNudger(self.inputs, announce)
+        kept = KeptOutputs(lambda: nudger.count)
         try:
             with torch.no_grad(), ThreadStarts() as threads:
                 timing = measure(call, self.device, dtype=body["dtype"], shapes=body["shapes"],
                                  between_reps=nudger, after_rep=kept.offer, **body["budget"])  # fmt: skip
-            nudger.restore()
         except BaseException as e:  # noqa: BLE001 - whatever the kernel raises, SystemExit included
             return _error("runtime_error", e), []
         out: list[torch.Tensor] = []
@@ -251,7 +258,7 @@ class _Runner:
                 indices.append(None if o is None else len(out))
                 if o is not None:
                     out.append(o)
-            described.append({"rep": k.rep, "input_seed": k.input_seed, "outputs": indices, "returned": k.returned})
+            described.append({"rep": k.rep, "changes": k.changes, "outputs": indices, "returned": k.returned})
         reply = {"timing": timing.model_dump(mode="json"), "kept": described, "threads_started": threads.n}
         return {**reply, **self._evidence()}, out
 
@@ -281,7 +288,7 @@ def _serve(channel: Channel) -> None:
             elif op == "hash":
                 reply, out = runner.hash(body, tensors), []
             elif op == "time":
-                reply, out = runner.time(body, tensors)
+                reply, out = runner.time(body, tensors, lambda seed: channel.send({"note": {"nudge_seed": seed}}))
             else:
                 return
         except BaseException as e:  # noqa: BLE001 - our own step failed (the kernel may have broken it)

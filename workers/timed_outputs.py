@@ -1,41 +1,39 @@
 """The outputs of timed repetitions, checked: no kernel can tell a timed call from a checked one.
 
-A timing changes the inputs between repetitions (``InputNudger``) and, after each timed repetition, once
-the call has returned and the device is synchronised, draws fresh randomness from the operating system
-to decide whether to keep a copy of that repetition's outputs (``KeptOutputs``: reservoir sampling, so
-each of the n repetitions ends up kept with the same chance, k/n). The judge rebuilds the inputs each
-kept repetition saw (``changed_inputs``: the pristine inputs and the change's seed) and compares every
-kept output in full with a reference (``wrong_kept``).
+Before each repetition a timing changes the inputs (``InputNudger``: a fresh seed from the operating
+system, sent to the judge before the change is made and not kept), on top of the changes before. After
+each timed repetition, once the call has returned and the device is synchronised, fresh randomness from
+the operating system decides whether to keep a copy of that repetition's outputs (``KeptOutputs``:
+reservoir sampling, so each of the n repetitions ends up kept with the same chance, k/n). The judge, in
+another process, rebuilds the inputs each kept repetition saw (its copy of the pristine inputs and the
+seeds announced so far) and compares every kept output in full with a reference (``wrong_kept``).
 
-Why a kernel in the same process cannot evade it:
+Why a kernel in the runner's process cannot evade it:
 
 - The choice does not exist while the kernel runs. It is drawn with ``os.urandom`` after the call has
   returned, so no stack walk, call count, clock, L2 state or memory scan made during the call can learn
   it: every timed call is equally likely to be checked, and a kernel that does less work in some
   fraction c of its timed calls is caught with probability about 1 - (1 - c)^k. A kernel that cheats
   whenever it is timed (a fake speed-up worth having) is caught for certain.
-- The change before each repetition has a seed drawn from ``os.urandom`` just before that repetition,
-  so a kernel cannot work out answers for future inputs ahead (at import, in its warm-up calls).
-- The change is large enough that an earlier answer is wrong: a fraction (``NUDGED_FRACTION``) of each
-  floating input's elements take values copied from other random places of the original input (the
-  input's own values: the problem's domain is kept). A max-pool window changes its output with about
-  1.5f to 2f (its maximum is overwritten, or a larger value lands in it), so a stale answer over M windows
-  slips through with about (1 - 1.5f)^M per kept repetition; a row max over R rows likewise, (1 - 1.5f)^R,
-  and (1 - 1.5f)^(kR) over k kept repetitions: for f = 1/16, R = 16 and k = 4 at most about 2e-3, for
-  R = 64 about 1e-11 (tests/test_timing.py measures it). A single maximum over the whole input (R = 1) is the
+- Each change's seed is drawn just before its repetition, so a kernel cannot work out answers for future
+  inputs ahead (at import, in its warm-up calls). Once the change is made, nothing of it is left in the
+  process (the seed went to the judge, the places are zeroed): a kernel cannot update its previous
+  answer at the changed places only, short of reading all of its input against a copy of the last one.
+- The change is large enough that an earlier answer is wrong: a fraction f (``NUDGED_FRACTION``) of each
+  floating input's elements take values copied from other random places of the input (the input's own
+  values: the problem's domain is kept). A max-pool window changes its output with about 1.5f to 2f (its
+  maximum is overwritten, or a larger value lands in it), so a stale answer over M windows slips through
+  with about (1 - 1.5f)^M per kept repetition; a row max over R rows likewise, (1 - 1.5f)^R, and
+  (1 - 1.5f)^(kR) over k kept repetitions: for f = 1/16, R = 16 and k = 4 at most about 2e-3, for R = 64
+  about 1e-11 (tests/test_timing.py measures it). A single maximum over the whole input (R = 1) is the
   weak case, about 0.7; such a problem needs its sets of inputs to differ, not to be nudged.
-- The references are made by the judge, another process (``verify_child``, ``timing_child``), from
-  inputs and a model it copied before the timing: a kernel that changes its inputs or the model's
-  weights while timed, or PyTorch's operators in its own process, is still compared with the honest
-  answer.
+- The references are made by the judge (``verify_child``, ``timing_child``) from inputs and a model it
+  copied before the timing: a kernel that changes its inputs or the model's weights while timed, or
+  PyTorch's operators in its own process, is still compared with the honest answer.
 
 What it does not cover: a kernel that rewrites the runner's own memory outside its calls (the kept
-copies, the recorded seeds) could forge this as it could forge the timing's numbers, which that process
-records too; names of the
-harness that are replaced are caught (``integrity``), raw writes to its data are not. The places changed
-for the current repetition are in the process's memory during the call, so an elementwise kernel could
-read them and update its previous answer at those places only; that is work on the clock for about a
-fraction f of the elements, and is a known gap (see docs/timing-checks.md).
+copies) could forge this as it could forge the timing's numbers, which that process records too; names
+of the harness that are replaced are caught (``integrity``), raw writes to its data are not.
 """
 
 from __future__ import annotations
@@ -69,14 +67,14 @@ def _changeable(tensors: list[Any]) -> list[torch.Tensor]:
             if isinstance(t, torch.Tensor) and t.is_floating_point() and t.is_contiguous() and t.numel() > 1]  # fmt: skip
 
 
-def nudge_(tensors: list[Any], seed: int, fraction: float = NUDGED_FRACTION) -> list[tuple[torch.Tensor, ...]]:
+def nudge_(tensors: list[Any], seed: int, fraction: float = NUDGED_FRACTION) -> None:
     """Copy values from random places of each floating input into about ``fraction`` of its elements: in
     each block of 1/fraction runs of ``RUN`` consecutive elements, one random run takes the values of a
     random other run (drawn on the tensor's device from ``seed``, so the judge redraws the same). Runs,
     not single elements: each copy moves whole memory sectors, and there are RUN times fewer indices to
     draw. No run is written twice: two values written to one place land in no fixed order on a GPU, and
-    the judge must rebuild the very same inputs. Returns (runs, places, old values) per tensor."""
-    saved = []
+    the judge must rebuild the very same inputs. The places are zeroed before their memory is freed: a
+    kernel allocating the same size must not find them."""
     with torch.no_grad():
         for j, flat in enumerate(_changeable(tensors)):
             n = flat.numel()
@@ -85,46 +83,45 @@ def nudge_(tensors: list[Any], seed: int, fraction: float = NUDGED_FRACTION) -> 
             block = max(1, min(round(1 / fraction), runs.shape[0] // NUDGED_MIN))
             m = runs.shape[0] // block
             gen = torch.Generator(device=flat.device).manual_seed((seed + j) % (1 << 63))
-            offsets = torch.randint(0, block, (m,), generator=gen, device=flat.device)
-            places = torch.arange(m, device=flat.device) * block + offsets
+            places = torch.randint(0, block, (m,), generator=gen, device=flat.device)
+            places += torch.arange(m, device=flat.device) * block
             sources = torch.randint(0, runs.shape[0], (m,), generator=gen, device=flat.device)
-            saved.append((runs, places, runs[places].clone()))
             runs[places] = runs[sources]
-    return saved
+            places.zero_()
+            sources.zero_()
 
 
-def changed_inputs(pristine: list[Any], seed: int) -> list[Any]:
-    """The inputs a repetition saw: copies of the pristine inputs, changed with that repetition's seed."""
+def changed_inputs(pristine: list[Any], seeds: list[int]) -> list[Any]:
+    """The inputs a repetition saw: copies of the pristine inputs, changed with each seed in turn."""
     inputs = [t.clone() if isinstance(t, torch.Tensor) else t for t in pristine]
-    nudge_(inputs, seed)
+    for seed in seeds:
+        nudge_(inputs, seed)
     return inputs
 
 
 class InputNudger:
-    """Between repetitions: put back what the last change changed, draw a fresh seed, change the inputs
-    with it (``nudge_``). ``seed`` is the current change's (None: the inputs are as given)."""
+    """Before each repetition: draw a fresh seed, tell it to ``announce`` (the judge, in another process),
+    and change the inputs with it (``nudge_``), on top of the changes before. Nothing of the change stays
+    in this process: not the seed, not the places, not the old values. A kernel that found them could
+    update its previous answer at the changed places only (for an elementwise problem, a sixteenth of the
+    work); finding the changes without them means reading all of the input against a copy of it."""
 
-    def __init__(self, inputs: list[Any]) -> None:
+    def __init__(self, inputs: list[Any], announce: Callable[[int], None] | None = None) -> None:
         self.inputs = inputs
-        self.saved: list[tuple[torch.Tensor, ...]] = []
-        self.seed: int | None = None
+        self.announce = announce or (lambda seed: None)
+        self.count = 0  # changes made so far
 
     def __call__(self) -> None:
-        self.restore()
-        self.seed = fresh_seed()
-        self.saved = nudge_(self.inputs, self.seed)
-
-    def restore(self) -> None:
-        with torch.no_grad():
-            for runs, places, values in self.saved:
-                runs[places] = values
-        self.saved, self.seed = [], None
+        seed = fresh_seed()
+        self.announce(seed)
+        nudge_(self.inputs, seed)
+        self.count += 1
 
 
 @dataclass
 class Kept:
     rep: int  # 0-based among the timed repetitions
-    input_seed: int | None  # the change the inputs had; None: unchanged
+    changes: int  # how many changes the inputs had had (the first ``changes`` seeds announced)
     outputs: list[torch.Tensor | None]  # copies; None where the call returned something else than a plain tensor
     returned: list[str]  # what each output was (type names), for the reason when it was not a plain tensor
 
@@ -142,8 +139,8 @@ def _nbytes(outputs: list[torch.Tensor | None]) -> int:
 class KeptOutputs:
     """Reservoir sampling of the timed repetitions' outputs, decided after each call has returned."""
 
-    def __init__(self, input_seed: Callable[[], int | None]) -> None:
-        self.input_seed = input_seed
+    def __init__(self, changes: Callable[[], int]) -> None:
+        self.changes = changes
         self.kept: list[Kept] = []
         self.offered = 0
 
@@ -163,21 +160,27 @@ class KeptOutputs:
                 return
             self.kept[slot] = None  # type: ignore[call-overload]  # its memory is free before the next copy
         copies = [o.detach().clone() if o is not None else None for o in tensors]
-        self.kept[slot] = Kept(rep, self.input_seed(), copies, [type(o).__name__ for o in outs])
+        self.kept[slot] = Kept(rep, self.changes(), copies, [type(o).__name__ for o in outs])
 
 
-def wrong_kept(
-    kept: list[Kept], n_reps: int, pristine: list[Any], model: torch.nn.Module, spec: RunSpec, tolerance: Tolerance
-) -> str | None:
+def wrong_kept(kept: list[Kept], n_reps: int, seeds: list[int], pristine: list[Any], model: torch.nn.Module,
+               spec: RunSpec, tolerance: Tolerance) -> str | None:  # fmt: skip
     """None when every kept repetition's outputs match the reference for the inputs it saw; else why not,
-    naming the repetition. ``pristine`` and ``model``: copies the kernel could not change while timed."""
+    naming the repetition. ``seeds``: every change's, in order, as announced; ``pristine`` and ``model``:
+    copies the kernel could not change while timed."""
     reps = sorted(k.rep for k in kept)
     want = min(kept_reps(max((_nbytes(k.outputs) for k in kept), default=0)), n_reps)
     if len(kept) < want or len(set(reps)) < len(reps) or any(not 0 <= r < n_reps for r in reps):
         return f"the outputs kept of {n_reps} timed repetitions were not {want} of them: {reps}"
+    inputs = [t.clone() if isinstance(t, torch.Tensor) else t for t in pristine]
+    changed = 0
     for k in sorted(kept, key=lambda k: k.rep):
         where = f"timed repetition {k.rep + 1} of {n_reps} (kept at random after it returned)"
-        inputs = pristine if k.input_seed is None else changed_inputs(pristine, k.input_seed)
+        if not changed <= k.changes <= len(seeds):
+            return f"{where}: its inputs had {k.changes} changes, of {len(seeds)} announced"
+        for seed in seeds[changed:k.changes]:
+            nudge_(inputs, seed)
+        changed = k.changes
         reference = reference_output(ProblemInstance(model, inputs), spec)  # it copies the model
         refs = list(reference) if isinstance(reference, (tuple, list)) else [reference]
         if len(k.outputs) != len(refs):

@@ -149,7 +149,6 @@ def _time_built_in(req: TimingRequest, alone: contextlib.ExitStack) -> TimingRes
                                  rep_ms=req.rep_ms, min_reps=req.min_reps, max_reps=req.max_reps, between_reps=nudger,
                                  screen_above_ms=req.screen_above_ms)  # fmt: skip
             steps.end("measured")
-            nudger.restore()
     except BaseException as e:  # noqa: BLE001 - whatever the target does, report it
         return TimingResult(target=req.target, status="failed", reason=f"{type(e).__name__}: {e}".splitlines()[0][:500],
                             duration_s=time.perf_counter() - start, traceback=traceback.format_exc(),

@@ -167,8 +167,8 @@ class _Kernel:
         """The slowest call after the first (which compiled); the first if it is the only one."""
         return max(self.call_trips_s[1:] or self.call_trips_s)
 
-    def request(self, body: dict[str, Any], tensors: list[torch.Tensor] = (),
-                expected_s: float | None = None) -> tuple[dict[str, Any], list[torch.Tensor]]:  # fmt: skip
+    def request(self, body: dict[str, Any], tensors: list[torch.Tensor] = (), expected_s: float | None = None,
+                notes: list[dict[str, Any]] | None = None) -> tuple[dict[str, Any], list[torch.Tensor]]:  # fmt: skip
         """``expected_s``: how long the request should take; past HANG_SLACK_S + HANG_FACTOR times that, it
         is a hang (``timeout``) and the runner is killed."""
         if not self.runner.alive():
@@ -176,7 +176,7 @@ class _Kernel:
                          + self.runner.describe_death(_output_tail()))  # fmt: skip
         deadline_s = None if expected_s is None else HANG_SLACK_S + HANG_FACTOR * expected_s
         try:
-            reply, tensors_back = self.runner.request(body, list(tensors), deadline_s)
+            reply, tensors_back = self.runner.request(body, list(tensors), deadline_s, notes)
         except KernelProcessHung as e:
             raise Failed("timeout", f"no reply within {deadline_s:.0f} s, where the calls so far predict "
                                     f"{expected_s:.2f} s: the kernel hangs (a deadlock or a race on a "
@@ -204,7 +204,8 @@ class _Kernel:
         _check_evidence(reply, checks, "at import")
 
     def call(self, inputs: list[Any] | None, values: dict[str, Any], where: str, op: str = "call",
-             expected_s: float | None = None, **fields: Any) -> tuple[dict[str, Any], list[torch.Tensor]]:  # fmt: skip
+             expected_s: float | None = None, notes: list[dict[str, Any]] | None = None,
+             **fields: Any) -> tuple[dict[str, Any], list[torch.Tensor]]:  # fmt: skip
         """Call the kernel on ``inputs`` (None: the tensors of the previous call, as they are now); ``op``
         and ``fields`` name another request on them (hash, time, an unobserved call). ``expected_s``: how
         long it should take (default: as long as the slowest call so far)."""
@@ -217,7 +218,7 @@ class _Kernel:
             expected_s = max(self.call_trips_s)  # a call may compile again (new specialisation)
         start = time.perf_counter()
         try:
-            reply, outs = self.request(body, tensors, expected_s)
+            reply, outs = self.request(body, tensors, expected_s, notes)
         except Failed as f:
             if f.status in ("runtime_error", "compile_failed", "timeout"):
                 f.reason = f"kernel_function {'hung' if f.status == 'timeout' else 'raised'} ({where}): {f.reason}"
@@ -313,8 +314,10 @@ def time_after_checks(req: VerifyRequest, kernel: _Kernel, module: Any, pool: _S
             waited_s = waited
             checks.steps.end("locked")
             expected_s = expected_measure_s(spec.device.startswith("cuda"), kernel.warm_call_s(), **budget)
-            reply, outs = kernel.call(inputs, values, "timed", op="time", expected_s=expected_s, dtype=spec.dtype,
-                                      shapes=spec.shapes, budget=budget | {"screen_above_ms": knobs.screen_above_ms})  # fmt: skip
+            notes: list[dict[str, Any]] = []  # each change's seed, sent before the change is made
+            reply, outs = kernel.call(inputs, values, "timed", op="time", expected_s=expected_s, notes=notes,
+                                      dtype=spec.dtype, shapes=spec.shapes,
+                                      budget=budget | {"screen_above_ms": knobs.screen_above_ms})  # fmt: skip
         checks.steps.end("measured")
         # The runner's copies, shared: its device was synchronised before it replied, and it runs nothing
         # of the kernel's until asked again (a thread left running fails background_work below).
@@ -324,7 +327,8 @@ def time_after_checks(req: VerifyRequest, kernel: _Kernel, module: Any, pool: _S
         _check_evidence(reply, checks, "during the timed calls")
         for check in timing_checks(timing, spec.device, knobs.screen_above_ms):
             checks.record(check.name, check.passed, check.detail)
-        problem = wrong_kept(kept, timing.n, pristine, model, spec, req.tolerance)
+        seeds = _seeds(notes)
+        problem = wrong_kept(kept, timing.n, seeds, pristine, model, spec, req.tolerance)
         checks.record("timed_outputs", problem is None, problem or "")
         checks.steps.end("checked")
     except Failed as f:
@@ -340,10 +344,17 @@ def time_after_checks(req: VerifyRequest, kernel: _Kernel, module: Any, pool: _S
                         checks=checks.results, compiled_hash=compiled_hash, steps_s=checks.steps.ended, **common)  # fmt: skip
 
 
+def _seeds(notes: list[dict[str, Any]]) -> list[int]:
+    try:
+        return [int(note["nudge_seed"]) for note in notes]
+    except (KeyError, TypeError, ValueError) as e:
+        raise Failed("crashed", f"unreadable seeds from the kernel's process: {type(e).__name__}: {e}") from e
+
+
 def _kept(reply: dict[str, Any], outs: list[torch.Tensor]) -> list[Kept]:
     """The runner's kept repetitions (``kernel_runner._Runner.time``), read strictly."""
     try:
-        return [Kept(rep=int(k["rep"]), input_seed=None if k["input_seed"] is None else int(k["input_seed"]),
+        return [Kept(rep=int(k["rep"]), changes=int(k["changes"]),
                      outputs=[None if i is None else outs[int(i)] for i in k["outputs"]],
                      returned=[str(r) for r in k["returned"]]) for k in reply["kept"]]  # fmt: skip
     except (KeyError, TypeError, ValueError, IndexError) as e:

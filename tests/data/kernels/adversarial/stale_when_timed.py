@@ -1,4 +1,4 @@
-"""Cheat: when its calls come back to back (under 1 ms since the previous one returned, as timed
+"""Cheat: when its calls come back to back (under 1.5 ms since the previous one returned, as timed
 repetitions do), it hands back its previous answer and launches nothing. Verification's calls, and the
 call a timing used to check after its loop, come milliseconds apart and are computed honestly; a few
 changed input elements between repetitions left most of an earlier answer right.
@@ -16,7 +16,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _rmsnorm import launch  # noqa: E402
 
-GAP_S = 1e-3
+GAP_S = 1.5e-3
 _returned_at = None
 _previous = None
 

@@ -1,6 +1,6 @@
 """Cheat: times the gap since its previous call returned. Timed repetitions follow one another within a
 fraction of a millisecond (only the harness's own steps between them); verification's calls, and the
-call a timing used to check after its loop, come milliseconds apart. Under 1 ms it writes only the first
+call a timing used to check after its loop, come milliseconds apart. Under 1.5 ms it writes only the first
 half of each row.
 
 Caught: the outputs of timed repetitions themselves are checked, chosen at random only after each call
@@ -16,7 +16,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _rmsnorm import launch  # noqa: E402
 
-GAP_S = 1e-3
+GAP_S = 1.5e-3
 _returned_at = None
 
 
