@@ -29,7 +29,12 @@ from workers.verify import verify_kernel  # noqa: E402
 def _costs(result: object) -> dict[str, float] | None:
     steps = getattr(result, "steps_s", {}) or {}
     timing = getattr(result, "timing", None)
-    if getattr(result, "status", "") != "ok" or timing is None or "locked" not in steps or "measured" not in steps:
+    if (
+        getattr(result, "status", "") != "ok"
+        or timing is None
+        or "locked" not in steps
+        or "measured" not in steps
+    ):
         return None
     lock_s = steps["measured"] - steps["locked"]
     check_s = steps["checked"] - steps["measured"] if "checked" in steps else 0.0

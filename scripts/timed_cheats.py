@@ -35,8 +35,11 @@ def main() -> int:
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--shapes", default="small")
     parser.add_argument("--kernels", default=str(ROOT / "tests" / "data" / "kernels" / "adversarial"))
-    parser.add_argument("--paths", default="bench,search", help="bench (the timing child), search (verified, then "
-                        "timed in its runner), or both")
+    parser.add_argument(
+        "--paths",
+        default="bench,search",
+        help="bench (the timing child), search (verified, then timed in its runner), or both",
+    )
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
     spec = RunSpec(problem_path=str(ROOT / "artifacts" / "36_RMSNorm" / "problem.py"), shapes=args.shapes,
@@ -46,15 +49,24 @@ def main() -> int:
         path = str(Path(args.kernels) / name)
         paths = args.paths.split(",")
         bench = time_target(spec, path, timeout_s=300, **BUDGET) if "bench" in paths else None
-        verdict = verify_kernel(spec, path, timeout_s=300, timing=TimingKnobs(**BUDGET)) if "search" in paths else None
+        verdict = (
+            verify_kernel(spec, path, timeout_s=300, timing=TimingKnobs(**BUDGET))
+            if "search" in paths
+            else None
+        )
         row = {"kernel": name, "verdict": verdict.status if verdict else None}
         for label, result in (("bench", bench), ("search", verdict.timing if verdict else None)):
             timing = getattr(result, "timing", None)
             row[label] = {"status": getattr(result, "status", None), "median_ms": timing.median_ms if timing else None,
                           "n": timing.n if timing else None, "reason": getattr(result, "reason", "")[:300]}  # fmt: skip
         rows.append(row)
-        cells = [f"{row[p]['status']} {row[p]['median_ms'] or float('nan'):.4f} ms" for p in ("bench", "search")]
-        print(f"{name:22s} verdict {row['verdict'] or '-':10s} bench {cells[0]:22s} search {cells[1]:22s}", flush=True)
+        cells = [
+            f"{row[p]['status']} {row[p]['median_ms'] or float('nan'):.4f} ms" for p in ("bench", "search")
+        ]
+        print(
+            f"{name:22s} verdict {row['verdict'] or '-':10s} bench {cells[0]:22s} search {cells[1]:22s}",
+            flush=True,
+        )
         for p in ("bench", "search"):
             if row[p]["reason"]:
                 print(f"    {p}: {row[p]['reason'][:200]}")

@@ -122,7 +122,9 @@ class InputNudger:
 class Kept:
     rep: int  # 0-based among the timed repetitions
     changes: int  # how many changes the inputs had had (the first ``changes`` seeds announced)
-    outputs: list[torch.Tensor | None]  # copies; None where the call returned something else than a plain tensor
+    outputs: list[
+        torch.Tensor | None
+    ]  # copies; None where the call returned something else than a plain tensor
     returned: list[str]  # what each output was (type names), for the reason when it was not a plain tensor
 
 
@@ -178,7 +180,7 @@ def wrong_kept(kept: list[Kept], n_reps: int, seeds: list[int], pristine: list[A
         where = f"timed repetition {k.rep + 1} of {n_reps} (kept at random after it returned)"
         if not changed <= k.changes <= len(seeds):
             return f"{where}: its inputs had {k.changes} changes, of {len(seeds)} announced"
-        for seed in seeds[changed:k.changes]:
+        for seed in seeds[changed : k.changes]:
             nudge_(inputs, seed)
         changed = k.changes
         reference = reference_output(ProblemInstance(model, inputs), spec)  # it copies the model
