@@ -122,9 +122,7 @@ class InputNudger:
 class Kept:
     rep: int  # 0-based among the timed repetitions
     changes: int  # how many changes the inputs had had (the first ``changes`` seeds announced)
-    outputs: list[
-        torch.Tensor | None
-    ]  # copies; None where the call returned something else than a plain tensor
+    outputs: list[torch.Tensor | None]  # copies; None where the call returned no plain tensor
     returned: list[str]  # what each output was (type names), for the reason when it was not a plain tensor
 
 
