@@ -10,12 +10,13 @@ import time
 import pytest
 import torch
 
-from beamsearch.schema import RunSpec, TimingKnobs
+from beamsearch.schema import DEFAULT_TOLERANCES, RunSpec, TimingKnobs
 from tests.conftest import KERNELS
 from workers import timed_outputs
 from workers.clock import clock_disagreement, measure, timing_checks
 from workers.gpu_lock import device_key, gpu_lock
-from workers.timed_outputs import NUDGED_FRACTION, InputNudger, KeptOutputs, changed_inputs
+from workers.problem_instance import instantiate, load_problem_module
+from workers.timed_outputs import NUDGED_FRACTION, InputNudger, Kept, KeptOutputs, changed_inputs, wrong_kept
 from workers.timing import time_target
 from workers.verify import verify_kernel
 
@@ -166,6 +167,26 @@ def test_the_judge_rebuilds_a_repetitions_inputs_exactly_on_a_gpu() -> None:
     for _ in range(3):
         nudge()
         assert torch.equal(changed_inputs([pristine], seeds)[0], x)  # bit for bit, as the judge needs
+
+
+def test_the_judge_checks_each_kept_repetition_against_the_inputs_it_saw(scale_spec: RunSpec) -> None:
+    instance = instantiate(load_problem_module(scale_spec), scale_spec, 0)
+    pristine, model, tol = instance.inputs, instance.model, DEFAULT_TOLERANCES["bf16"]
+    seeds = [11, 12, 13, 14]
+
+    def answer(changes: int) -> torch.Tensor:  # an honest kernel's output after that many changes
+        with torch.no_grad():
+            return model(*changed_inputs(pristine, seeds[:changes])).to(torch.bfloat16)
+
+    honest = [Kept(rep, rep + 1, [answer(rep + 1)], ["Tensor"]) for rep in range(3)]
+    assert wrong_kept(honest, 3, seeds, pristine, model, scale_spec, tol) is None
+    stale = [*honest[:2], Kept(2, 3, [answer(2)], ["Tensor"])]  # the answer one change before
+    assert "timed repetition 3 of 3 (kept at random after it returned) gave a wrong answer" in (
+        wrong_kept(stale, 3, seeds, pristine, model, scale_spec, tol) or "")
+    assert "were not 3 of them" in (wrong_kept(honest[:2], 3, seeds, pristine, model, scale_spec, tol) or "")
+    assert "announced" in (wrong_kept(honest, 3, seeds[:2], pristine, model, scale_spec, tol) or "")
+    not_tensor = [*honest[:2], Kept(2, 3, [None], ["list"])]
+    assert "is a list" in (wrong_kept(not_tensor, 3, seeds, pristine, model, scale_spec, tol) or "")
 
 
 def test_every_timed_repetition_is_as_likely_to_be_kept_and_kept_outputs_are_copies(monkeypatch) -> None:
