@@ -7,12 +7,16 @@ import subprocess
 import sys
 import time
 
+import pytest
 import torch
 
-from beamsearch.schema import RunSpec, TimingKnobs
+from beamsearch.schema import DEFAULT_TOLERANCES, RunSpec, TimingKnobs
 from tests.conftest import KERNELS
-from workers.clock import InputNudger, clock_disagreement, measure, timing_checks
+from workers import timed_outputs
+from workers.clock import clock_disagreement, measure, timing_checks
 from workers.gpu_lock import device_key, gpu_lock
+from workers.problem_instance import instantiate, load_problem_module
+from workers.timed_outputs import NUDGED_FRACTION, InputNudger, Kept, KeptOutputs, changed_inputs, wrong_kept
 from workers.timing import time_target
 from workers.verify import verify_kernel
 
@@ -27,9 +31,9 @@ def test_kernel_and_eager_are_timed_the_same_way_and_labelled_cpu(scale_spec: Ru
         assert t.n >= 3 and t.min_ms <= t.median_ms and t.std_ms >= 0 and t.dtype == "bf16"
     assert kernel.timing.method == eager.timing.method
     # A kernel file is checked around its timing; the built-in targets are not.
-    assert {c.name for c in kernel.checks} == {"harness_intact", "background_work", "output_after_timing"}
+    assert {c.name for c in kernel.checks} == {"harness_intact", "background_work", "timed_outputs"}
     assert all(c.passed for c in kernel.checks) and not eager.checks
-    assert kernel.perturb_seed is not None
+    assert kernel.checked_reps and not eager.checked_reps
     assert kernel.compiled_hash is None  # the interpreter compiles nothing: candidates differ by source alone
 
 
@@ -43,7 +47,7 @@ def test_a_verified_kernel_is_timed_in_its_process_the_way_the_timing_child_time
     assert timing.target == verdict.kernel_path and "timed" in verdict.steps_s
     assert timing.timing.method == child.timing.method and timing.timing.n >= 3 and not timing.timing.on_gpu
     assert {c.name for c in timing.checks} == {c.name for c in child.checks}  # the same checks, all passed
-    assert all(c.passed for c in timing.checks) and timing.perturb_seed is not None
+    assert all(c.passed for c in timing.checks) and timing.checked_reps
     rejected = verify_kernel(scale_spec, str(KERNELS / "wrong_values.py"), timing=TimingKnobs())
     assert not rejected.passed and rejected.timing is None  # only a kernel that passed is timed
 
@@ -118,18 +122,89 @@ def test_a_candidate_slower_than_the_screen_is_timed_briefly_in_its_process(scal
     assert ("stopped_early_when_slower", True) in [(c.name, c.passed) for c in timing.checks]
 
 
-def test_inputs_change_between_repetitions_and_are_put_back() -> None:
-    x = torch.rand(64)
+def test_inputs_change_between_repetitions_and_only_the_judge_knows_how() -> None:
+    x = torch.rand(4096)
     pristine = x.clone()
-    nudge = InputNudger([x, 3], seed=1, k=4)
-    seen = set()
-    for _ in range(5):
+    seeds: list[int] = []
+    nudge = InputNudger([x, 3], announce=seeds.append)
+    seen = {x.numpy().tobytes()}
+    for i in range(5):
+        before = x.clone()
         nudge()
-        assert 0 < int((x != pristine).sum()) <= 4
+        changed = int((x != before).sum())
+        assert 0.5 * NUDGED_FRACTION * x.numel() < changed <= NUDGED_FRACTION * x.numel()  # a fraction, not a few
+        assert set(x.tolist()) <= set(pristine.tolist())  # the input's own values: its domain is kept
+        assert len(seeds) == nudge.count == i + 1
+        assert torch.equal(changed_inputs([pristine, 3], seeds)[0], x)  # what the judge rebuilds
         seen.add(x.numpy().tobytes())
-    assert len(seen) == 5  # no two repetitions saw the same input
-    nudge.restore()
-    assert torch.equal(x, pristine)
+    assert len(seen) == 6  # no two repetitions saw the same input
+    # Nothing of a change stays with the nudger, in the kernel's process: no seed, no places, no old values.
+    assert set(vars(nudge)) == {"inputs", "announce", "count"}
+
+
+def test_an_earlier_answer_is_wrong_after_a_change_even_for_a_max_pool_or_a_row_max() -> None:
+    """A handful of changed elements can leave every max-pool window's maximum where it was; a fraction
+    of them changes most windows, and enough rows' maxima that a stale row max is caught."""
+    torch.manual_seed(0)
+    x = torch.randn(1, 1, 16, 32, 32)
+    pool = torch.nn.functional.max_pool3d(x, 3, stride=2)
+    rows = torch.randn(16, 4096)
+    stale_rows = 0
+    for seed in range(40):
+        changed = changed_inputs([x, rows], [seed])
+        windows = (torch.nn.functional.max_pool3d(changed[0], 3, stride=2) != pool).float().mean()
+        assert windows > NUDGED_FRACTION  # each window changes with about twice the fraction changed
+        stale_rows += bool(torch.equal(changed[1].amax(dim=1), rows.amax(dim=1)))
+    assert stale_rows <= 14  # about (1 - 1.5/16) ** 16 ~ 0.2 per repetition; four kept ones all stale: ~2e-3
+
+
+@pytest.mark.gpu
+def test_the_judge_rebuilds_a_repetitions_inputs_exactly_on_a_gpu() -> None:
+    x = torch.randn(1 << 22, device="cuda", dtype=torch.bfloat16)
+    pristine = x.clone()
+    seeds: list[int] = []
+    nudge = InputNudger([x], announce=seeds.append)
+    for _ in range(3):
+        nudge()
+        assert torch.equal(changed_inputs([pristine], seeds)[0], x)  # bit for bit, as the judge needs
+
+
+def test_the_judge_checks_each_kept_repetition_against_the_inputs_it_saw(scale_spec: RunSpec) -> None:
+    instance = instantiate(load_problem_module(scale_spec), scale_spec, 0)
+    pristine, model, tol = instance.inputs, instance.model, DEFAULT_TOLERANCES["bf16"]
+    seeds = [11, 12, 13, 14]
+
+    def answer(changes: int) -> torch.Tensor:  # an honest kernel's output after that many changes
+        with torch.no_grad():
+            return model(*changed_inputs(pristine, seeds[:changes])).to(torch.bfloat16)
+
+    honest = [Kept(rep, rep + 1, [answer(rep + 1)], ["Tensor"]) for rep in range(3)]
+    assert wrong_kept(honest, 3, seeds, pristine, model, scale_spec, tol) is None
+    stale = [*honest[:2], Kept(2, 3, [answer(2)], ["Tensor"])]  # the answer one change before
+    assert "timed repetition 3 of 3 (kept at random after it returned) gave a wrong answer" in (
+        wrong_kept(stale, 3, seeds, pristine, model, scale_spec, tol) or "")
+    assert "were not 3 of them" in (wrong_kept(honest[:2], 3, seeds, pristine, model, scale_spec, tol) or "")
+    assert "announced" in (wrong_kept(honest, 3, seeds[:2], pristine, model, scale_spec, tol) or "")
+    not_tensor = [*honest[:2], Kept(2, 3, [None], ["list"])]
+    assert "is a list" in (wrong_kept(not_tensor, 3, seeds, pristine, model, scale_spec, tol) or "")
+
+
+def test_every_timed_repetition_is_as_likely_to_be_kept_and_kept_outputs_are_copies(monkeypatch) -> None:
+    monkeypatch.setattr(timed_outputs, "KEPT_BYTES", 3 * 8)  # room for three copies of two float32
+    n, trials = 12, 600
+    counts = [0] * n
+    for _ in range(trials):
+        kept = KeptOutputs(lambda: 5)
+        out = torch.zeros(2)
+        for i in range(n):
+            out.fill_(i)  # one buffer reused by every call: the copies must not follow it
+            kept.offer(out)
+        assert len(kept.kept) == 3 and kept.offered == n
+        assert all(float(k.outputs[0][0]) == k.rep and k.changes == 5 for k in kept.kept)
+        for k in kept.kept:
+            counts[k.rep] += 1
+    expected = trials * 3 / n  # 150 each; the first and the last as likely as the rest
+    assert all(0.6 * expected < c < 1.4 * expected for c in counts), counts
 
 
 def test_a_failing_target_is_a_value_not_an_exception(scale_spec: RunSpec) -> None:

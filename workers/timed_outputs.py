@@ -1,0 +1,198 @@
+"""The outputs of timed repetitions, checked: no kernel can tell a timed call from a checked one.
+
+Before each repetition a timing changes the inputs (``InputNudger``: a fresh seed from the operating
+system, sent to the judge before the change is made and not kept), on top of the changes before. After
+each timed repetition, once the call has returned and the device is synchronised, fresh randomness from
+the operating system decides whether to keep a copy of that repetition's outputs (``KeptOutputs``:
+reservoir sampling, so each of the n repetitions ends up kept with the same chance, k/n). The judge, in
+another process, rebuilds the inputs each kept repetition saw (its copy of the pristine inputs and the
+seeds announced so far) and compares every kept output in full with a reference (``wrong_kept``).
+
+Why a kernel in the runner's process cannot evade it:
+
+- The choice does not exist while the kernel runs. It is drawn with ``os.urandom`` after the call has
+  returned, so no stack walk, call count, clock, L2 state or memory scan made during the call can learn
+  it: every timed call is equally likely to be checked, and a kernel that does less work in some
+  fraction c of its timed calls is caught with probability about 1 - (1 - c)^k. A kernel that cheats
+  whenever it is timed (a fake speed-up worth having) is caught for certain.
+- Each change's seed is drawn just before its repetition, so a kernel cannot work out answers for future
+  inputs ahead (at import, in its warm-up calls). Once the change is made, nothing of it is left in the
+  process (the seed went to the judge, the places are zeroed): a kernel cannot update its previous
+  answer at the changed places only, short of reading all of its input against a copy of the last one.
+- The change is large enough that an earlier answer is wrong: a fraction f (``NUDGED_FRACTION``) of each
+  floating input's elements take values copied from other random places of the input (the input's own
+  values: the problem's domain is kept). A max-pool window changes its output with about 1.5f to 2f (its
+  maximum is overwritten, or a larger value lands in it), so a stale answer over M windows slips through
+  with about (1 - 1.5f)^M per kept repetition; a row max over R rows likewise, (1 - 1.5f)^R, and
+  (1 - 1.5f)^(kR) over k kept repetitions: for f = 1/16, R = 16 and k = 4 at most about 2e-3, for R = 64
+  about 1e-11 (tests/test_timing.py measures it). A single maximum over the whole input (R = 1) is the
+  weak case, about 0.7; such a problem needs its sets of inputs to differ, not to be nudged.
+- The references are made by the judge (``verify_child``, ``timing_child``) from inputs and a model it
+  copied before the timing: a kernel that changes its inputs or the model's weights while timed, or
+  PyTorch's operators in its own process, is still compared with the honest answer.
+
+What it does not cover: a kernel that rewrites the runner's own memory outside its calls (the kept
+copies) could forge this as it could forge the timing's numbers, which that process records too; names
+of the harness that are replaced are caught (``integrity``), raw writes to its data are not.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from beamsearch.schema import RunSpec, Tolerance
+from workers.compare import compare
+from workers.problem_instance import ProblemInstance, reference_output
+
+_urandom = os.urandom  # taken before any kernel is imported
+NUDGED_FRACTION = 1 / 16
+NUDGED_MIN = 8  # tiny inputs: at least this many places change (all of them below that)
+RUN = 16  # consecutive elements changed together (32 bytes of bf16: one memory sector)
+KEPT_REPS = 4
+KEPT_BYTES = 4 << 30  # copies kept at once, at most (at least one): GPU memory beside other workers' jobs
+
+
+def fresh_seed() -> int:
+    """63 bits from the operating system: nothing in the process can know them before they are drawn."""
+    return int.from_bytes(_urandom(8), "little") >> 1
+
+
+def _changeable(tensors: list[Any]) -> list[torch.Tensor]:
+    return [t.view(-1) for t in tensors
+            if isinstance(t, torch.Tensor) and t.is_floating_point() and t.is_contiguous() and t.numel() > 1]  # fmt: skip
+
+
+def nudge_(tensors: list[Any], seed: int, fraction: float = NUDGED_FRACTION) -> None:
+    """Copy values from random places of each floating input into about ``fraction`` of its elements: in
+    each block of 1/fraction runs of ``RUN`` consecutive elements, one random run takes the values of a
+    random other run (drawn on the tensor's device from ``seed``, so the judge redraws the same). Runs,
+    not single elements: each copy moves whole memory sectors, and there are RUN times fewer indices to
+    draw. No run is written twice: two values written to one place land in no fixed order on a GPU, and
+    the judge must rebuild the very same inputs. The places are zeroed before their memory is freed: a
+    kernel allocating the same size must not find them."""
+    with torch.no_grad():
+        for j, flat in enumerate(_changeable(tensors)):
+            n = flat.numel()
+            run = RUN if n >= RUN * NUDGED_MIN * round(1 / fraction) else 1  # tiny inputs: single elements
+            runs = flat[: n - n % run].view(-1, run)
+            block = max(1, min(round(1 / fraction), runs.shape[0] // NUDGED_MIN))
+            m = runs.shape[0] // block
+            gen = torch.Generator(device=flat.device).manual_seed((seed + j) % (1 << 63))
+            places = torch.randint(0, block, (m,), generator=gen, device=flat.device)
+            places += torch.arange(m, device=flat.device) * block
+            sources = torch.randint(0, runs.shape[0], (m,), generator=gen, device=flat.device)
+            runs[places] = runs[sources]
+            places.zero_()
+            sources.zero_()
+
+
+def changed_inputs(pristine: list[Any], seeds: list[int]) -> list[Any]:
+    """The inputs a repetition saw: copies of the pristine inputs, changed with each seed in turn."""
+    inputs = [t.clone() if isinstance(t, torch.Tensor) else t for t in pristine]
+    for seed in seeds:
+        nudge_(inputs, seed)
+    return inputs
+
+
+class InputNudger:
+    """Before each repetition: draw a fresh seed, tell it to ``announce`` (the judge, in another process),
+    and change the inputs with it (``nudge_``), on top of the changes before. Nothing of the change stays
+    in this process: not the seed, not the places, not the old values. A kernel that found them could
+    update its previous answer at the changed places only (for an elementwise problem, a sixteenth of the
+    work); finding the changes without them means reading all of the input against a copy of it."""
+
+    def __init__(self, inputs: list[Any], announce: Callable[[int], None] | None = None) -> None:
+        self.inputs = inputs
+        self.announce = announce or (lambda seed: None)
+        self.count = 0  # changes made so far
+
+    def __call__(self) -> None:
+        seed = fresh_seed()
+        self.announce(seed)
+        nudge_(self.inputs, seed)
+        self.count += 1
+
+
+@dataclass
+class Kept:
+    rep: int  # 0-based among the timed repetitions
+    changes: int  # how many changes the inputs had had (the first ``changes`` seeds announced)
+    outputs: list[torch.Tensor | None]  # copies; None where the call returned no plain tensor
+    returned: list[str]  # what each output was (type names), for the reason when it was not a plain tensor
+
+
+def kept_reps(output_bytes: int) -> int:
+    """How many repetitions are kept: ``KEPT_REPS``, fewer where their copies would pass ``KEPT_BYTES``
+    (one kept repetition still catches a kernel that cheats whenever it is timed)."""
+    return max(1, min(KEPT_REPS, KEPT_BYTES // max(output_bytes, 1)))
+
+
+def _nbytes(outputs: list[torch.Tensor | None]) -> int:
+    return sum(o.numel() * o.element_size() for o in outputs if o is not None)
+
+
+class KeptOutputs:
+    """Reservoir sampling of the timed repetitions' outputs, decided after each call has returned."""
+
+    def __init__(self, changes: Callable[[], int]) -> None:
+        self.changes = changes
+        self.kept: list[Kept] = []
+        self.offered = 0
+
+    def offer(self, out: Any) -> None:
+        """Called off the clock, after the device is synchronised: keep copies of ``out`` with chance k/n."""
+        rep = self.offered
+        self.offered += 1
+        outs = list(out) if isinstance(out, (tuple, list)) else [out]
+        tensors = [o if type(o) is torch.Tensor else None for o in outs]
+        k = kept_reps(_nbytes(tensors))
+        if len(self.kept) < k:
+            slot = len(self.kept)
+            self.kept.append(None)  # type: ignore[arg-type]
+        else:
+            slot = fresh_seed() % self.offered
+            if slot >= len(self.kept):
+                return
+            self.kept[slot] = None  # type: ignore[call-overload]  # its memory is free before the next copy
+        copies = [o.detach().clone() if o is not None else None for o in tensors]
+        self.kept[slot] = Kept(rep, self.changes(), copies, [type(o).__name__ for o in outs])
+
+
+def wrong_kept(kept: list[Kept], n_reps: int, seeds: list[int], pristine: list[Any], model: torch.nn.Module,
+               spec: RunSpec, tolerance: Tolerance) -> str | None:  # fmt: skip
+    """None when every kept repetition's outputs match the reference for the inputs it saw; else why not,
+    naming the repetition. ``seeds``: every change's, in order, as announced; ``pristine`` and ``model``:
+    copies the kernel could not change while timed."""
+    reps = sorted(k.rep for k in kept)
+    want = min(kept_reps(max((_nbytes(k.outputs) for k in kept), default=0)), n_reps)
+    if len(kept) < want or len(set(reps)) < len(reps) or any(not 0 <= r < n_reps for r in reps):
+        return f"the outputs kept of {n_reps} timed repetitions were not {want} of them: {reps}"
+    inputs = [t.clone() if isinstance(t, torch.Tensor) else t for t in pristine]
+    changed = 0
+    for k in sorted(kept, key=lambda k: k.rep):
+        where = f"timed repetition {k.rep + 1} of {n_reps} (kept at random after it returned)"
+        if not changed <= k.changes <= len(seeds):
+            return f"{where}: its inputs had {k.changes} changes, of {len(seeds)} announced"
+        for seed in seeds[changed : k.changes]:
+            nudge_(inputs, seed)
+        changed = k.changes
+        reference = reference_output(ProblemInstance(model, inputs), spec)  # it copies the model
+        refs = list(reference) if isinstance(reference, (tuple, list)) else [reference]
+        if len(k.outputs) != len(refs):
+            return f"{where}: returned {len(k.outputs)} outputs, the reference returns {len(refs)}"
+        for j, (o, r) in enumerate(zip(k.outputs, refs, strict=True)):
+            if o is None:
+                return f"{where}: output {j} is a {k.returned[j]}, not a plain torch.Tensor"
+            if tuple(o.shape) != tuple(r.shape):
+                return f"{where}: output {j} has shape {tuple(o.shape)}, expected {tuple(r.shape)}"
+            cmp = compare(o, r, tolerance)
+            if not cmp.passed:
+                wrong = cmp.n_mismatched + cmp.n_unwritten + cmp.n_unexpected_nonfinite
+                return (f"{where} gave a wrong answer: output {j}: {wrong} of {cmp.n} elements wrong (max abs "
+                        f"err {cmp.max_abs_err:.4g}, first at flat index {cmp.first_bad_index})")  # fmt: skip
+    return None
