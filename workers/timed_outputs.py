@@ -18,15 +18,18 @@ Why a kernel in the runner's process cannot evade it:
 - Each change's seed is drawn just before its repetition, so a kernel cannot work out answers for future
   inputs ahead (at import, in its warm-up calls). Once the change is made, nothing of it is left in the
   process (the seed went to the judge, the places are zeroed): a kernel cannot update its previous
-  answer at the changed places only, short of reading all of its input against a copy of the last one.
+  answer at the changed places only without looking for them in its input (see the last point below).
 - The change is large enough that an earlier answer is wrong: a fraction f (``NUDGED_FRACTION``) of each
-  floating input's elements take values copied from other random places of the input (the input's own
-  values: the problem's domain is kept). A max-pool window changes its output with about 1.5f to 2f (its
-  maximum is overwritten, or a larger value lands in it), so a stale answer over M windows slips through
-  with about (1 - 1.5f)^M per kept repetition; a row max over R rows likewise, (1 - 1.5f)^R, and
-  (1 - 1.5f)^(kR) over k kept repetitions: for f = 1/16, R = 16 and k = 4 at most about 2e-3, for R = 64
-  about 1e-11 (tests/test_timing.py measures it). A single maximum over the whole input (R = 1) is the
-  weak case, about 0.7; such a problem needs its sets of inputs to differ, not to be nudged.
+  floating input's elements take values copied from other places of the input (the input's own values:
+  the problem's domain is kept), one window in each of ``SEGMENTS`` rows. A max-pool window changes its
+  output with about 1.4f (its maximum is overwritten, or a larger value lands in it), so a stale answer
+  over M windows slips through with about (1 - 1.4f)^M per kept repetition; a row max over R rows
+  likewise, about (1 - 1.5f)^R, and (1 - 1.5f)^(kR) over k kept repetitions: for f = 1/16, R = 16 and
+  k = 4 at most about 2e-3, for R = 64 about 1e-11 (tests/test_timing.py measures it). A single maximum
+  over the whole input (R = 1) is the weak case, about 0.7; such a problem needs its sets of inputs to
+  differ, not to be nudged. A kernel that keeps a copy of its last input and answer, finds the changed
+  window by sampling its input, and recomputes only there would not be caught: a cache keyed by input
+  contents, which the change makes costly to write but not impossible.
 - The references are made by the judge (``verify_child``, ``timing_child``) from inputs and a model it
   copied before the timing: a kernel that changes its inputs or the model's weights while timed, or
   PyTorch's operators in its own process, is still compared with the honest answer.
@@ -39,6 +42,7 @@ of the harness that are replaced are caught (``integrity``), raw writes to its d
 from __future__ import annotations
 
 import os
+import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -52,7 +56,7 @@ from workers.problem_instance import ProblemInstance, reference_output
 _urandom = os.urandom  # taken before any kernel is imported
 NUDGED_FRACTION = 1 / 16
 NUDGED_MIN = 8  # tiny inputs: at least this many places change (all of them below that)
-RUN = 16  # consecutive elements changed together (32 bytes of bf16: one memory sector)
+SEGMENTS = 256  # rows an input is cut into, each changed in one window per repetition
 KEPT_REPS = 4
 KEPT_BYTES = 4 << 30  # copies kept at once, at most (at least one): GPU memory beside other workers' jobs
 
@@ -68,27 +72,30 @@ def _changeable(tensors: list[Any]) -> list[torch.Tensor]:
 
 
 def nudge_(tensors: list[Any], seed: int, fraction: float = NUDGED_FRACTION) -> None:
-    """Copy values from random places of each floating input into about ``fraction`` of its elements: in
-    each block of 1/fraction runs of ``RUN`` consecutive elements, one random run takes the values of a
-    random other run (drawn on the tensor's device from ``seed``, so the judge redraws the same). Runs,
-    not single elements: each copy moves whole memory sectors, and there are RUN times fewer indices to
-    draw. No run is written twice: two values written to one place land in no fixed order on a GPU, and
-    the judge must rebuild the very same inputs. The places are zeroed before their memory is freed: a
-    kernel allocating the same size must not find them."""
+    """Copy values from other places of each floating input into about ``fraction`` of its elements. The
+    input is cut into ``SEGMENTS`` equal rows; one random window of columns, ``fraction`` of a row wide, of
+    every row takes the values of a random window of another row (rows shuffled), so the changed places are
+    spread over the whole input and the values are the input's own (its domain is kept). One gather and one
+    strided copy of ``fraction`` of the input: scattering single runs, as a first version did, cost several
+    milliseconds a repetition on inputs of gigabytes, all of it inside the measurement lock. The offsets
+    come from ``seed`` on the host, so the judge redraws the same; the row order goes to the device and is
+    zeroed before its memory is freed."""
+    rng = random.Random(seed)
     with torch.no_grad():
-        for j, flat in enumerate(_changeable(tensors)):
+        for flat in _changeable(tensors):
             n = flat.numel()
-            run = RUN if n >= RUN * NUDGED_MIN * round(1 / fraction) else 1  # tiny inputs: single elements
-            runs = flat[: n - n % run].view(-1, run)
-            block = max(1, min(round(1 / fraction), runs.shape[0] // NUDGED_MIN))
-            m = runs.shape[0] // block
-            gen = torch.Generator(device=flat.device).manual_seed((seed + j) % (1 << 63))
-            places = torch.randint(0, block, (m,), generator=gen, device=flat.device)
-            places += torch.arange(m, device=flat.device) * block
-            sources = torch.randint(0, runs.shape[0], (m,), generator=gen, device=flat.device)
-            runs[places] = runs[sources]
-            places.zero_()
-            sources.zero_()
+            rows = max(1, min(SEGMENTS, n // round(1 / fraction)))
+            width = n // rows
+            run = max(1, round(width * fraction))
+            grid = flat[: rows * width].view(rows, width)
+            dest, source = rng.randrange(width - run + 1), rng.randrange(width - run + 1)
+            order = list(range(rows))
+            rng.shuffle(order)
+            if rows == 1 and source == dest:  # one row: the window must come from elsewhere in it
+                source = (dest + run) % (width - run + 1)
+            index = torch.tensor(order, device=flat.device)
+            grid[:, dest : dest + run] = grid[index, source : source + run]  # gathered first: overlap is safe
+            index.zero_()
 
 
 def changed_inputs(pristine: list[Any], seeds: list[int]) -> list[Any]:
