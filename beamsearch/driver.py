@@ -13,6 +13,7 @@ searcher's space is exhausted.
 
 from __future__ import annotations
 
+import functools
 import time
 from pathlib import Path
 
@@ -27,7 +28,7 @@ from beamsearch.beam import (
 )
 from beamsearch.beam_profiles import BeamProfiles
 from beamsearch.display import Display
-from beamsearch.optimiser import PER_WORKER, Optimiser, SweepSearcher
+from beamsearch.optimiser import PER_WORKER, Optimiser
 from beamsearch.pool import WorkerPool
 from beamsearch.problems import problem_sizes
 from beamsearch.schema import Kernel
@@ -114,8 +115,11 @@ class Driver:
             return None
         rounds_left = (config.rounds - state.round) * self._round_size(offline=True)
         left = rounds_left if config.budget_candidates is None else min(rounds_left, config.budget_candidates - self._candidates())
+        # A sweep is the searcher's exhaustive strategy run to the end: every point but those above a learned
+        # resource limit, which would fail the same way.
+        make = functools.partial(Searcher, strategy="exhaustive") if config.sweep else Searcher
         return Optimiser(state.optimiser, problem_sizes(state.spec.problem_path, state.spec.shapes), config.seed,
-                         budget=None if config.sweep else left, make=SweepSearcher if config.sweep else Searcher)  # fmt: skip
+                         budget=left, make=make)  # fmt: skip
 
     def _round_size(self, offline: bool) -> int:
         """Offline, as many candidates as the workers can take; else beam width x directions; cut to the

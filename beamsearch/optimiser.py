@@ -18,19 +18,17 @@ Pure: no Ray, no GPU, no files.
 from __future__ import annotations
 
 import hashlib
-import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Protocol
 
 from beamsearch.beam import code_hash
 from beamsearch.schema import Kernel
 from beamsearch.state import BeamEntry, BeamState, OptimiserState, Outcome, SpaceSearch, Task, TaskResult
-from workers.proposers.knob_space import KnobSpace, describe, render, space_of
-from workers.proposers.searcher import Observation, Searcher, SearcherState, first_points
+from workers.proposers.knob_space import describe, render, space_of
+from workers.proposers.searcher import Searcher, SearcherState, first_points
 
-PER_WORKER = (
-    4  # candidates a round hands each worker by default: no worker waits long for the round's last one
-)
+# Candidates a round hands each worker by default: no worker waits long for the round's last one.
+PER_WORKER = 4
 Point = dict[str, int]
 
 
@@ -50,14 +48,13 @@ class Optimiser:
                  make: MakeSearcher = Searcher) -> None:  # fmt: skip
         """``sizes``: the problem's dimensions, which bound the block sizes (``space_of``); ``budget``: the
         candidates the run means to spend, given to a new searcher (exhaustive when its space fits);
-        ``make``: the searcher class (``SweepSearcher`` for the sweep)."""
+        ``make``: the searcher class (with its exhaustive strategy for a sweep)."""
         self.sizes, self.seed, self.budget, self.make = sizes, seed, budget, make
         self.searches: dict[str, SpaceSearch] = dict(saved.searches)
         self.outcomes: dict[str, Outcome] = dict(saved.outcomes)
         self.live: dict[str, SearcherLike] = {}
-        self.points: dict[
-            str, list[tuple[str, Point]]
-        ] = {}  # task id -> the (search, point) pairs it answers
+        # task id -> the (search, point) pairs its candidate answers
+        self.points: dict[str, list[tuple[str, Point]]] = {}
 
     # ------------------------------------------------------------------------------------------- planning
     def plan(self, state: BeamState, round_: int, count: int) -> list[Task]:
@@ -165,44 +162,3 @@ def outcome_of(result: TaskResult) -> Outcome:
     if result.status in ("ok", "duplicate") and result.median_ms is not None:
         return Outcome(time_ms=result.median_ms)
     return Outcome(failure=f"{result.status}: {result.reason}"[:1000])
-
-
-def fastest(observations: list[Observation]) -> tuple[Point, float] | None:
-    """The fastest observed point and its time; None before any success."""
-    timed = [o for o in observations if o.time_ms is not None]
-    best = min(timed, key=lambda o: o.time_ms, default=None)
-    return (best.point, best.time_ms) if best else None
-
-
-class SweepSearcher:
-    """Every point of the space in a fixed order, learning nothing: the brute force a search is measured
-    against (``scripts/sweep.py``). Same interface as ``Searcher``."""
-
-    def __init__(self, space: KnobSpace, seed: int, state: SearcherState | None = None,
-                 first: Sequence[Point] = (), budget: int | None = None) -> None:  # fmt: skip
-        self.space = space
-        names = [d.name for d in space.dims]
-        if state is not None and state.space_dims != names:
-            raise ValueError(f"a sweep's state over {state.space_dims} given for the space {names}")
-        self._state = state or SearcherState(space_dims=names, strategy="sweep")
-        self.suggested = list(self._state.suggested)
-        self.observations = list(self._state.observations)
-        points = itertools.product(*(d.values for d in space.dims))
-        self.order = itertools.islice(points, len(self.suggested), None)
-
-    def suggest(self, n: int) -> list[Point]:
-        names = [d.name for d in self.space.dims]
-        out = [dict(zip(names, values, strict=True)) for values in itertools.islice(self.order, n)]
-        self.suggested += out
-        return out
-
-    def observe(self, point: Point, time_ms: float | None, failure: str | None = None) -> None:
-        self.observations.append(Observation(point=point, time_ms=time_ms, failure=failure))
-
-    def state(self) -> SearcherState:
-        return self._state.model_copy(
-            update={"suggested": list(self.suggested), "observations": list(self.observations)}
-        )
-
-    def best(self) -> tuple[Point, float] | None:
-        return fastest(self.observations)

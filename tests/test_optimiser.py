@@ -17,7 +17,7 @@ import pytest
 from beamsearch import optimiser as optimiser_module
 from beamsearch.beam import code_hash
 from beamsearch.config import SearchConfig
-from beamsearch.optimiser import Optimiser, SweepSearcher, outcome_of
+from beamsearch.optimiser import Optimiser, outcome_of
 from beamsearch.problems import problem_sizes
 from beamsearch.schema import Kernel, Roofline, RunSpec
 from beamsearch.state import BeamEntry, BeamState, OptimiserState, TaskResult
@@ -52,7 +52,7 @@ class ShuffleSearcher:
         random.Random(seed).shuffle(points)
         first = [p for p in first if p in points]
         self.order = first + [p for p in points if p not in first]
-        self._state = state or SearcherState(space_dims=names, strategy="shuffle")
+        self._state = state or SearcherState(space_dims=names, strategy="random")
         self.told = list(self._state.observations)
         self.suggested = list(self._state.suggested)
         self.order = [p for p in self.order if p not in self.suggested]
@@ -215,22 +215,6 @@ def test_a_kernel_without_knobs_gets_no_searcher_and_the_round_goes_to_the_other
     state = state.model_copy(update={"beam": [plain, *state.beam]})
     tasks = Optimiser(state.optimiser, {}, seed=0, budget=None, make=ShuffleSearcher).plan(state, 1, 6)
     assert len(tasks) == 6 and {t.parent.id for t in tasks} == {"input"}
-
-
-def test_the_sweep_tries_every_point_in_order_and_resumes_where_it_stopped() -> None:
-    sweep = SweepSearcher(SPACE, seed=0)
-    first = sweep.suggest(7)
-    assert first[0] == {"scale_kernel:BLOCK_R": 1, "scale_kernel:num_warps": 1} and len(first) == 7
-    sweep.observe(first[3], 2.0)
-    sweep.observe(first[4], None, "rejected: x")
-    again = SweepSearcher(
-        SPACE, seed=0, state=SearcherState.model_validate_json(sweep.state().model_dump_json())
-    )
-    rest = again.suggest(100)
-    assert len(rest) == 20 - 7 and not [p for p in rest if p in first]
-    assert again.best() == (first[3], 2.0) and again.suggest(1) == []
-    with pytest.raises(ValueError, match="sweep's state"):
-        SweepSearcher(KnobSpace(dims=SPACE.dims[:1]), seed=0, state=sweep.state())
 
 
 def test_problem_sizes_read_without_running_the_problem() -> None:
