@@ -44,6 +44,7 @@ def test_the_candidate_budget_cuts_the_last_round_and_stops_the_run(tmp_path) ->
     assert summary.stop_reason == "the budget of 6 candidates is spent"
     stop = next(e for e in _events(done.stdout.splitlines()) if e["event"] == "stop")
     assert stop["after_round"] == 2 and "6 candidates" in stop["reason"]
+    assert "Stopped: the budget of 6 candidates is spent." in (out / "README.md").read_text()
 
 
 def test_the_sweep_tries_every_point_of_a_tiny_space_and_compares_with_a_search(tmp_path) -> None:
