@@ -99,8 +99,9 @@ class Driver:
     def _budget_spent(self) -> str:
         """Why the run's budget allows no further round; empty while it does."""
         config = self.state.config
-        if config.budget_minutes is not None and self._elapsed() >= 60 * config.budget_minutes:
-            return f"the budget of {config.budget_minutes:g} minutes is spent ({self._elapsed() / 60:.1f} min)"
+        minutes = config.minutes_budget()
+        if minutes is not None and self._elapsed() >= 60 * minutes:
+            return f"the budget of {minutes:g} minutes is spent ({self._elapsed() / 60:.1f} min)"
         if config.budget_candidates is not None and self._candidates() >= config.budget_candidates:
             return f"the budget of {config.budget_candidates} candidates is spent"
         return ""

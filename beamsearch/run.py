@@ -55,7 +55,7 @@ def parse_args(argv: list[str] | None) -> tuple[SearchConfig, bool, set[str]]:
     p.add_argument("--screen-ratio", dest="screen_ratio", type=float, default=None, help=fields["screen_ratio"].description)
     p.add_argument("--no-screen", action="store_true", help="time every candidate in full (screen_ratio none)")
     p.add_argument("--budget-minutes", dest="budget_minutes", type=_minutes, default=None,
-                   help=fields["budget_minutes"].description + f" (default {fields['budget_minutes'].default:g})")
+                   help=fields["budget_minutes"].description + " (default auto)")
     p.add_argument("--sweep", action="store_true", default=None, help=fields["sweep"].description)
     p.add_argument("--quiet", action="store_true", default=None, help=fields["quiet"].description)
     args = p.parse_args(argv)
@@ -161,13 +161,13 @@ def _search(config: SearchConfig, previous: BeamState | None, kernel: Kernel | N
 
 
 def _minutes(text: str) -> float | str:
-    """``--budget-minutes``: a number of minutes, or ``none`` for no limit."""
-    if text.lower() == "none":
-        return "none"
+    """``--budget-minutes``: a number of minutes, ``auto``, or ``none`` for no limit."""
+    if text.lower() in ("none", "auto"):
+        return text.lower()
     try:
         return float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected minutes or none, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected minutes, auto or none, got {text!r}") from None
 
 
 def _preflight(config: SearchConfig) -> None:

@@ -222,3 +222,23 @@ def test_problem_sizes_read_without_running_the_problem() -> None:
     assert problem_sizes(path, "full") == {"rows": 48, "cols": 80}
     assert problem_sizes(path, "small") == {"rows": 20, "cols": 36}
     assert problem_sizes(str(DATA / "kernels/syntax_error.py"), "full") == {}
+
+
+def test_the_minutes_budget_stops_the_run_before_a_round_and_is_auto_only_offline() -> None:
+    from beamsearch.display import Display
+    from beamsearch.driver import Driver
+
+    events: list[dict] = []
+    state = beam_state().model_copy(update={"elapsed_s": 301.0, "round": 2})
+    state = state.model_copy(
+        update={"config": state.config.model_copy(update={"budget_minutes": 5.0, "rounds": 8})}
+    )
+    driver = Driver(
+        state, pool=None, trace=None, display=Display(True, events.append), problem="p", versions={}
+    )
+    driver.run_rounds()  # no pool needed: no round may start
+    assert driver.state.round == 2 and driver.stop_reason.startswith("the budget of 5 minutes is spent")
+    assert events[-1]["event"] == "stop" and events[-1]["after_round"] == 2
+    assert SearchConfig(problem="p").minutes_budget() == 8.0
+    assert SearchConfig(problem="p", llm="openai/m").minutes_budget() is None
+    assert SearchConfig(problem="p", budget_minutes=None).minutes_budget() is None
