@@ -2,8 +2,10 @@
 
     python -m beamsearch.run --problem 43_Max_Pooling_3D --workers 4 --rounds 8
 
-With no model configured the offline tuner proposes; ``--llm MODEL`` asks a model through litellm;
-``--replay DIR`` re-proposes a recorded run's kernels. With no GPU the workers run Triton's interpreter
+With no model configured the offline optimiser searches the knob space of each beam kernel, as many
+candidates a round as the workers can take (``--candidates-per-round``), within ``--budget-candidates``
+and ``--budget-minutes``; ``--sweep`` tries every point of the starting kernel's space instead.
+``--llm MODEL`` asks a model through litellm; ``--replay DIR`` re-proposes a recorded run's kernels. With no GPU the workers run Triton's interpreter
 on the problem's small shapes. Ctrl-C (or a killed driver) leaves a consistent trace: ``--resume``
 continues after the last finished round, reusing the finished candidates of the round cut short.
 """
