@@ -158,8 +158,49 @@ def test_the_roofline_orders_the_first_points_and_forbids_nothing() -> None:
 def test_bad_inputs_get_clear_messages() -> None:
     with pytest.raises(ValueError, match="not a legal value"):
         Searcher(SPACE, seed=0, first=[{"k:BLOCK_M": 48}])
-    with pytest.raises(ValueError, match="for knobs"):
+    with pytest.raises(ValueError, match="another knob space"):
         Searcher(SMALL, seed=0, state=Searcher(SPACE, seed=0).state())
+    other_values = KnobSpace(
+        dims=[SPACE.dims[0].model_copy(update={"values": [16, 32, 64]}), *SPACE.dims[1:]]
+    )
+    with pytest.raises(ValueError, match="another knob space"):
+        Searcher(other_values, seed=0, state=Searcher(SPACE, seed=0).state())
+    spilled = Searcher(SMALL, seed=0)
+    spilled.observe(SMALL.start(), 1.0, "ran, but spills 512 bytes of registers")
+    assert spilled.best() is None and spilled.state().limits == [SMALL.start()]
     with pytest.raises(ValueError, match="positive finite"):
         Searcher(SPACE, seed=0).observe(SPACE.start(), float("nan"))
     assert Searcher(SPACE, seed=0).best() is None
+
+
+def test_suggested_points_of_a_real_kernel_verify_under_the_interpreter(tmp_path) -> None:
+    from beamsearch.problems import resolve_problem
+    from beamsearch.schema import RunSpec
+    from workers.proposers.knob_space import describe, render, space_of
+    from workers.verify import verify_kernel
+
+    problem = resolve_problem("82")  # depthwise conv: two blocks, a grid of two axes, warps, stages
+    source = open(problem.input_kernel_path).read()
+    space = space_of(source)
+    searcher = Searcher(space, seed=0, first=[{"_depthwise_conv2d_kernel:grid_swap": 1,
+                                               "_depthwise_conv2d_kernel:BLOCK_W": 64}])  # fmt: skip
+    spec = RunSpec(problem_path=problem.problem_path, shapes="small", device="cpu")
+    for i, point in enumerate(searcher.suggest(2)):
+        path = tmp_path / f"kernel_{i}.py"
+        path.write_text(render(source, space, point))
+        verdict = verify_kernel(spec, str(path))
+        assert verdict.passed, f"{describe(space, point)}: {verdict.status}: {verdict.reason}"
+        searcher.observe(point, 1.0 + i)
+    assert searcher.best()[0]["_depthwise_conv2d_kernel:grid_swap"] == 1
+
+
+def test_the_gpu_scripts_plumbing_runs_on_the_cpu() -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-m", "scripts.searcher_gpu", "--smoke", "--seeds", "1", "--kernels", "matmul"],
+                          cwd=root, capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "== matmul: joint space" in done.stdout and "| hybrid | " in done.stdout

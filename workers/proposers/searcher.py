@@ -52,7 +52,7 @@ class Observation(Record):
 class SearcherState(Record):
     """Everything a Searcher learned; goes in the resume point (state.json)."""
 
-    space_dims: list[str] = []  # the names of the space it searched, to refuse another space's state
+    space: KnobSpace = KnobSpace(dims=[])  # the space it searched, to refuse another space's state
     strategy: Strategy = "hybrid"
     first: list[dict[str, int]] = []  # the points to try first, as given
     suggested: list[dict[str, int]] = []  # in order
@@ -82,12 +82,11 @@ class Searcher:
         self._names = [d.name for d in space.dims]
         if state is None:
             chosen = "exhaustive" if space.size() <= (budget or DEFAULT_BUDGET) else "hybrid"
-            state = SearcherState(space_dims=self._names, strategy=strategy or chosen,
+            state = SearcherState(space=space, strategy=strategy or chosen,
                                   first=[space.complete(p) for p in first])  # fmt: skip
-        elif state.space_dims != self._names:
-            raise ValueError(
-                f"the saved searcher state is for knobs {state.space_dims}, not this space's {self._names}"
-            )
+        elif state.space != space:
+            theirs = ", ".join(f"{d.name} {d.values}" for d in state.space.dims)
+            raise ValueError(f"the saved searcher state is for another knob space ({theirs or 'no knobs'})")
         self._strategy: Strategy = strategy or state.strategy
         self._first = [self._index(p) for p in state.first]
         self._suggested: list[Index] = [self._index(p) for p in state.suggested]
@@ -112,8 +111,9 @@ class Searcher:
         return [self._point(i) for i in picked]
 
     def observe(self, point: dict[str, int], time_ms: float | None, failure: str | None = None) -> None:
-        """Learn a point's result: its time, or a failure (``time_ms`` None, ``failure`` its text). A
-        point that was never suggested (the input kernel's own) is learned too and never suggested."""
+        """Learn a point's result: its time, or a failure (``failure`` its text; a time given with a
+        failure, of a kernel that ran but spilled, is not ranked). A point that was never suggested (the
+        input kernel's own) is learned too and never suggested."""
         if time_ms is None and failure is None:
             failure = "failed (no reason given)"
         if time_ms is not None and not (math.isfinite(time_ms) and time_ms > 0):
@@ -128,7 +128,7 @@ class Searcher:
             self._limits.append(index)
 
     def state(self) -> SearcherState:
-        return SearcherState(space_dims=self._names, strategy=self._strategy,
+        return SearcherState(space=self.space, strategy=self._strategy,
                              first=[self._point(i) for i in self._first],
                              suggested=[self._point(i) for i in self._suggested],
                              observations=self._observations, limits=[self._point(i) for i in self._limits])  # fmt: skip
