@@ -52,7 +52,7 @@ class ShuffleSearcher:
         random.Random(seed).shuffle(points)
         first = [p for p in first if p in points]
         self.order = first + [p for p in points if p not in first]
-        self._state = state or SearcherState(space_dims=names, strategy="random")
+        self._state = state or SearcherState(space=space, strategy="random")
         self.told = list(self._state.observations)
         self.suggested = list(self._state.suggested)
         self.order = [p for p in self.order if p not in self.suggested]
