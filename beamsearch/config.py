@@ -9,11 +9,13 @@ from __future__ import annotations
 import json
 import tomllib
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
 from beamsearch.schema import DType, Record, ShapeSet
+
+OFFLINE_MINUTES = 8.0  # the offline optimiser's default time budget: a round and the final re-timing fit after it
 
 
 class SearchConfig(Record):
@@ -23,8 +25,25 @@ class SearchConfig(Record):
     rounds: int = Field(8, ge=1)
     workers: int = Field(0, ge=0, description="Ray actors; 0: one per GPU (or 2 on the CPU)")
     beam_width: int = Field(2, ge=1, description="kernels kept between rounds; 1 is greedy search")
-    directions: int = Field(2, ge=1, description="tasks per parent per round (bottlenecks, or tuner proposals); a round has beam width x "
-                            "directions tasks, shared out over fewer parents while the beam is short")
+    directions: int = Field(2, ge=1, description="tasks per parent per round with a model or a replay (bottlenecks, or recorded "
+                            "proposals); a round has beam width x directions tasks, shared out over fewer parents while "
+                            "the beam is short")
+    candidates_per_round: int = Field(0, ge=0, description="offline optimiser: candidates a round hands out, planned from "
+                                      "the searchers of the beam's knob spaces; 0: 4 per worker")
+    budget_candidates: int | None = Field(None, ge=1, description="the run stops after this many candidates (the last "
+                                          "round is cut to fit); none: no limit but the rounds")
+    budget_minutes: Annotated[float, Field(gt=0)] | Literal["auto"] | None = Field(
+        "auto", description="no round starts after this many minutes of the run (the round under way finishes, "
+        f"then the final re-timing); auto: {OFFLINE_MINUTES:g} for the offline optimiser (its default rounds then end "
+        "within 10 minutes on one GPU), none with a model or a replay; none: no limit")  # fmt: skip
+
+    def minutes_budget(self) -> float | None:
+        """``budget_minutes`` with auto resolved."""
+        if self.budget_minutes != "auto":
+            return self.budget_minutes
+        return None if self.llm or self.replay else OFFLINE_MINUTES
+    sweep: bool = Field(False, description="offline optimiser: try every point of the starting kernel's knob space in "
+                        "order instead of searching it (the anchor a search is measured against; scripts/sweep.py)")
     llm: str | None = Field(None, description="litellm model string; none: the offline tuner")
     api_base: str | None = None
     api_key_env: str | None = Field(None, description="env var holding the model's API key; none: litellm's usual ones")

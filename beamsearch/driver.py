@@ -4,10 +4,16 @@ The driver holds the beam and is the only writer of the trace. After every candi
 candidate's folder; after every round it writes the round's record and then state.json, the resume
 point. A resumed run (``--resume``) reloads state.json, reuses the finished candidates of the round that
 was cut short, and runs only the tasks that are missing.
+
+Without a model or a replay the round's candidates come from the offline optimiser (``Optimiser``): as
+many as the workers can take, planned here from the searchers of the beam's knob spaces, each result fed
+back to its searcher. The run stops after its rounds, its budget (candidates or minutes), or when every
+searcher's space is exhausted.
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from pathlib import Path
 
@@ -22,10 +28,13 @@ from beamsearch.beam import (
 )
 from beamsearch.beam_profiles import BeamProfiles
 from beamsearch.display import Display
+from beamsearch.optimiser import PER_WORKER, Optimiser
 from beamsearch.pool import WorkerPool
+from beamsearch.problems import problem_sizes
 from beamsearch.schema import Kernel
 from beamsearch.state import BeamEntry, BeamState, FinalTiming, RoundRecord, Summary, Task, TaskResult
 from beamsearch.trace import TraceWriter
+from workers.proposers.searcher import Searcher
 
 
 class SearchError(RuntimeError):
@@ -39,6 +48,7 @@ class Driver:
         self.problem = problem
         self.versions = versions
         self.session_start = time.time()
+        self.stop_reason = ""
 
     # ------------------------------------------------------------------------------------------- round 0
     def measure_start(self, kernel: Kernel) -> None:
@@ -75,19 +85,71 @@ class Driver:
 
     # ------------------------------------------------------------------------------------------- rounds
     def run_rounds(self) -> None:
-        for round_ in range(self.state.round + 1, self.state.config.rounds + 1):
-            self.run_round(round_)
+        config = self.state.config
+        self.stop_reason = f"{config.rounds} rounds done"
+        for round_ in range(self.state.round + 1, config.rounds + 1):
+            if spent := self._budget_spent():
+                self.stop_reason = spent
+                break
+            if not self.run_round(round_):
+                self.stop_reason = "every knob space is exhausted: no new candidate to try"
+                break
+        self.display.event("stop", after_round=self.state.round, reason=self.stop_reason)
 
-    def run_round(self, round_: int) -> None:
+    def _budget_spent(self) -> str:
+        """Why the run's budget allows no further round; empty while it does."""
+        config = self.state.config
+        minutes = config.minutes_budget()
+        if minutes is not None and self._elapsed() >= 60 * minutes:
+            return f"the budget of {minutes:g} minutes is spent ({self._elapsed() / 60:.1f} min)"
+        if config.budget_candidates is not None and self._candidates() >= config.budget_candidates:
+            return f"the budget of {config.budget_candidates} candidates is spent"
+        return ""
+
+    def _candidates(self) -> int:
+        return sum(r.tasks for r in self.state.rounds)
+
+    def _optimiser(self) -> Optimiser | None:
+        """The offline optimiser, from the saved state; None when a model or a replay proposes."""
+        state, config = self.state, self.state.config
+        if config.llm or config.replay:
+            return None
+        rounds_left = (config.rounds - state.round) * self._round_size(offline=True)
+        left = rounds_left if config.budget_candidates is None else min(rounds_left, config.budget_candidates - self._candidates())
+        # A sweep is the searcher's exhaustive strategy run to the end: every point but those above a learned
+        # resource limit, which would fail the same way.
+        make = functools.partial(Searcher, strategy="exhaustive") if config.sweep else Searcher
+        return Optimiser(state.optimiser, problem_sizes(state.spec.problem_path, state.spec.shapes), config.seed,
+                         budget=left, make=make)  # fmt: skip
+
+    def _round_size(self, offline: bool) -> int:
+        """Offline, as many candidates as the workers can take; else beam width x directions; cut to the
+        candidates the budget has left."""
+        config = self.state.config
+        size = (config.candidates_per_round or PER_WORKER * len(self.pool.workers)) if offline \
+            else config.beam_width * config.directions  # fmt: skip
+        if config.budget_candidates is not None:
+            size = min(size, config.budget_candidates - self._candidates())
+        return size
+
+    def run_round(self, round_: int) -> bool:
+        """One round; False (and nothing recorded) when it has no candidate to try."""
         start = time.time()
-        tasks = plan_round(self.state, round_)
-        done = {r.task_id: r for r in self.trace.finished_candidates(round_) if r.task_id in {t.id for t in tasks}}
+        optimiser = self._optimiser()
+        size = self._round_size(offline=optimiser is not None)
+        tasks = optimiser.plan(self.state, round_, size) if optimiser else plan_round(self.state, round_)[:size]
+        if not tasks:
+            return False
+        planned = {t.id: t for t in tasks}
+        done = {r.task_id: r for r in self.trace.finished_candidates(round_) if _same_task(planned.get(r.task_id), r)}
         todo = [t for t in tasks if t.id not in done]
         self.display.round_start(round_, len(tasks), reused=len(done))
         seen, fastest = dict(self.state.seen), dict(self.state.fastest_compiled)
         results = list(done.values())
         for r in results:
             mark_same_compiled(mark_duplicate(r, seen), fastest)
+            if optimiser:
+                optimiser.observe(r)
         profiles = BeamProfiles(self.state, round_, results, notify=self.display.event)
         config = self.state.config
 
@@ -101,14 +163,18 @@ class Driver:
             if profiles.take(result):
                 continue
             result = mark_same_compiled(mark_duplicate(result, seen), fastest)
+            if optimiser:
+                optimiser.observe(result)
             self.trace.write_candidate(result, self.problem)
             results.append(result)
             self.display.candidate(result)
             last_candidate_at = time.time()
-        self._finish_round(round_, results, profiles, seen, fastest, start, last_candidate_at)
+        self._finish_round(round_, results, profiles, seen, fastest, start, last_candidate_at, optimiser)
+        return True
 
     def _finish_round(self, round_: int, results: list[TaskResult], profiles: BeamProfiles, seen: dict[str, str],
-                      fastest: dict[str, tuple[str, float]], start: float, last_candidate_at: float) -> None:  # fmt: skip
+                      fastest: dict[str, tuple[str, float]], start: float, last_candidate_at: float,
+                      optimiser: Optimiser | None) -> None:  # fmt: skip
         """Select the beam (its kernels all profiled by now: ``BeamProfiles``), record the round, save."""
         state = self.state
         results.sort(key=lambda r: r.task_id)
@@ -135,7 +201,8 @@ class Driver:
         self.trace.write_round(record, best, self.problem)
         history = state.history + [a for a in map(attempt_of, results) if a is not None]
         self.state = state.model_copy(update={"round": round_, "beam": beam, "history": history, "seen": seen,
-                                              "fastest_compiled": fastest, "rounds": state.rounds + [record]})  # fmt: skip
+                                              "fastest_compiled": fastest, "rounds": state.rounds + [record],
+                                              "optimiser": optimiser.state() if optimiser else state.optimiser})  # fmt: skip
         self._save()
         self.display.round_end(record, self._speedup(record.running_best_ms))
 
@@ -170,6 +237,7 @@ class Driver:
             candidates=sum(r.tasks for r in state.rounds), candidates_ok=sum(r.ok for r in state.rounds),
             tokens=sum(r.tokens for r in state.rounds), cost_usd=sum(r.cost_usd for r in state.rounds),
             wall_s=self._elapsed(), gpu_measure_s=sum(r.gpu_measure_s for r in state.rounds),
+            stop_reason=self.stop_reason,
         )  # fmt: skip
         self.trace.write_final(summary, best.kernel.source if best else None)
         self.display.finish(summary)
@@ -186,6 +254,13 @@ class Driver:
         self.state = self.state.model_copy(update={"elapsed_s": self.state.elapsed_s + now - self.session_start})
         self.session_start = now
         self.trace.save_state(self.state)
+
+
+def _same_task(task: Task | None, result: TaskResult) -> bool:
+    """A finished candidate a resumed round may reuse: one of its planned tasks, with the planned kernel."""
+    if task is None:
+        return False
+    return task.kernel is None or (result.kernel is not None and result.kernel.hash == task.kernel.hash)
 
 
 def _ratio(base: float | None, ms: float | None) -> float | None:

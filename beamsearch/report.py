@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from beamsearch.convergence import Convergence, plot_convergence
+from beamsearch.optimiser import PER_WORKER
 from beamsearch.problems import ARTIFACTS_DIR, ProblemNotFound, resolve_problem
 from beamsearch.state import BeamState, RoundRecord, Summary, TaskResult
 from beamsearch.trace import (
@@ -256,9 +257,16 @@ def header_text(run: Run) -> str:
 
 def _config_line(run: Run) -> str:
     c = (run.summary or run.state).config
-    proposer = f"LLM `{c.llm}`" if c.llm else f"replay of `{c.replay}`" if c.replay else "offline tuner"
-    return (f"Search: {proposer}, beam width {c.beam_width}, {c.directions} directions per parent, "
-            f"{c.rounds} rounds planned, seed {c.seed}.")
+    stopped = f" Stopped: {run.summary.stop_reason}." if run.summary and run.summary.stop_reason else ""
+    if c.llm or c.replay:
+        proposer = f"LLM `{c.llm}`" if c.llm else f"replay of `{c.replay}`"
+        return (f"Search: {proposer}, beam width {c.beam_width}, {c.directions} directions per parent, "
+                f"{c.rounds} rounds planned, seed {c.seed}.{stopped}")  # fmt: skip
+    per_round = f"{c.candidates_per_round} candidates" if c.candidates_per_round else f"{PER_WORKER} candidates per worker"
+    if c.sweep:
+        return f"Sweep: every point of the starting kernel's knob space, {per_round} a round.{stopped}"
+    return (f"Search: offline optimiser, beam width {c.beam_width}, {per_round} a round, {c.rounds} rounds planned, "
+            f"seed {c.seed}.{stopped}")  # fmt: skip
 
 
 def rounds_table(run: Run) -> str:

@@ -2,10 +2,12 @@
 
     python -m beamsearch.run --problem 43_Max_Pooling_3D --workers 4 --rounds 8
 
-With no model configured the offline tuner proposes; ``--llm MODEL`` asks a model through litellm;
-``--replay DIR`` re-proposes a recorded run's kernels. Each run writes to a new folder
-``runs/<problem>/<UTC time>/`` (or ``--out DIR``); ``python -m beamsearch.publish`` copies a finished run into
-``artifacts/<problem>/``. With no GPU the workers run Triton's interpreter
+With no model configured the offline optimiser searches the knob space of each beam kernel, as many
+candidates a round as the workers can take (``--candidates-per-round``), within ``--budget-candidates``
+and ``--budget-minutes``; ``--sweep`` tries every point of the starting kernel's space instead.
+``--llm MODEL`` asks a model through litellm; ``--replay DIR`` re-proposes a recorded run's kernels. Each
+run writes to a new folder ``runs/<problem>/<UTC time>/`` (or ``--out DIR``); ``python -m
+beamsearch.publish`` copies a finished run into ``artifacts/<problem>/``. With no GPU the workers run Triton's interpreter
 on the problem's small shapes. Ctrl-C (or a killed driver) leaves a consistent trace: ``--resume``
 continues after the last finished round, reusing the finished candidates of the round cut short.
 """
@@ -46,7 +48,8 @@ def parse_args(argv: list[str] | None) -> tuple[SearchConfig, bool, set[str]]:
                    "--out, else the problem's latest under runs/")  # fmt: skip
     for name in ("kernel", "out", "llm", "api_base", "replay", "device", "address"):
         p.add_argument(f"--{name.replace('_', '-')}", dest=name, default=None, help=fields[name].description)
-    for name in ("rounds", "workers", "beam_width", "directions", "seed", "refine_tries", "verify_per_gpu"):
+    for name in ("rounds", "workers", "beam_width", "directions", "candidates_per_round", "budget_candidates", "seed",
+                 "refine_tries", "verify_per_gpu"):
         p.add_argument(f"--{name.replace('_', '-')}", dest=name, type=int, default=None, help=fields[name].description)
     p.add_argument("--api-key-env", dest="api_key_env", default=None, help=fields["api_key_env"].description)
     p.add_argument("--task-timeout", dest="task_timeout_s", type=float, default=None, help=fields["task_timeout_s"].description)
@@ -57,6 +60,9 @@ def parse_args(argv: list[str] | None) -> tuple[SearchConfig, bool, set[str]]:
     p.add_argument("--no-profile", dest="profile", action="store_false", default=None, help="skip ncu")
     p.add_argument("--screen-ratio", dest="screen_ratio", type=float, default=None, help=fields["screen_ratio"].description)
     p.add_argument("--no-screen", action="store_true", help="time every candidate in full (screen_ratio none)")
+    p.add_argument("--budget-minutes", dest="budget_minutes", type=_minutes, default=None,
+                   help=fields["budget_minutes"].description + " (default auto)")
+    p.add_argument("--sweep", action="store_true", default=None, help=fields["sweep"].description)
     p.add_argument("--quiet", action="store_true", default=None, help=fields["quiet"].description)
     args = p.parse_args(argv)
     values: dict = {}
@@ -68,6 +74,8 @@ def parse_args(argv: list[str] | None) -> tuple[SearchConfig, bool, set[str]]:
     given = {k: v for k, v in vars(args).items() if k in fields and v is not None}
     if args.no_screen:
         given["screen_ratio"] = None
+    if args.budget_minutes == "none":
+        given["budget_minutes"] = None
     values |= given
     if "problem" not in values:
         if not (args.resume and "out" in values):
@@ -89,8 +97,11 @@ def main(argv: list[str] | None = None) -> int:
     out = _given_or_latest_out(config, problem.name, resume)  # None: a new folder, made once the options pass
     kernel = None if resume else _starting_kernel(config, problem)
     previous = _previous_state(TraceWriter(out), resume, out) if out else None
-    if previous is not None:  # the run's own options hold; only more rounds or a quieter display may be asked
-        config = previous.config.model_copy(update={k: getattr(config, k) for k in given & {"rounds", "quiet"}})
+    if previous is not None:  # the run's own options hold; only more rounds or budget, or a quieter display, may be asked
+        resumable = {"rounds", "quiet", "budget_minutes", "budget_candidates"}
+        config = previous.config.model_copy(update={k: getattr(config, k) for k in given & resumable})
+    if config.sweep and (config.llm or config.replay):
+        fail("--sweep tries the offline optimiser's knob space: it takes no --llm or --replay")
     if config.replay and not Path(config.replay).is_dir():
         fail(f"--replay {config.replay}: not a folder")
     if config.llm:
@@ -155,6 +166,16 @@ def _search(config: SearchConfig, previous: BeamState | None, kernel: Kernel | N
         print(f"warning: no report ({e}); make it with: python -m beamsearch.report {trace.out}", file=sys.stderr)
     print(f"results in {trace.out}; publish them with: python -m beamsearch.publish {trace.out}", file=sys.stderr)
     return 0 if summary.best_id else 1
+
+
+def _minutes(text: str) -> float | str:
+    """``--budget-minutes``: a number of minutes, ``auto``, or ``none`` for no limit."""
+    if text.lower() in ("none", "auto"):
+        return text.lower()
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected minutes, auto or none, got {text!r}") from None
 
 
 def _preflight(config: SearchConfig) -> None:

@@ -25,7 +25,9 @@ from beamsearch.schema import (
     Verdict,
 )
 from prompts.records import Reflection
+from workers.proposers.knob_space import KnobSpace
 from workers.proposers.llm import Exchange
+from workers.proposers.searcher import SearcherState
 
 TaskStatus = Literal[
     "ok",  # verified and timed
@@ -64,6 +66,8 @@ class Task(Record):
     history: list[Attempt] = Field([], description="earlier attempts of the run (hash, note, outcome, lesson)")
     screen_above_ms: float | None = Field(None, description="set as the task is handed out: a candidate slower than "
                                           "this cannot enter the beam, so its timing may stop early")
+    kernel: Kernel | None = Field(None, description="the candidate, when the driver made it (the offline optimiser's "
+                                  "point, rendered); none: the worker's proposer makes it (a model, a replay)")
 
 
 class VerifyTry(Record):
@@ -153,6 +157,31 @@ class RoundRecord(Record):
     cost_usd: float = 0.0
 
 
+class Outcome(Record):
+    """What a kernel came to, as the offline optimiser learns it: a time, or a failure's text."""
+
+    time_ms: float | None = None
+    failure: str | None = None
+
+
+class SpaceSearch(Record):
+    """One searcher of the offline optimiser: over the knob space of ``root``, and what it has learned."""
+
+    root_id: str = Field(description="the candidate whose kernel is the space's start")
+    root: Kernel
+    space: KnobSpace
+    budget: int | None = Field(None, description="the candidates the run meant to spend when the search began")
+    searcher: SearcherState
+
+
+class OptimiserState(Record):
+    """The offline optimiser's part of the resume point."""
+
+    searches: dict[str, SpaceSearch] = Field({}, description="by the root kernel's hash")
+    outcomes: dict[str, Outcome] = Field({}, description="normalised-code hash -> what that kernel came to, so a "
+                                         "point whose kernel was already measured is told, not run again")
+
+
 class BeamState(Record):
     """Everything needed to resume: the beam after ``round``, and what the run has tried."""
 
@@ -165,6 +194,7 @@ class BeamState(Record):
     baselines: list[Baseline] = []
     floor: Floor | None = None
     history: list[Attempt] = []
+    optimiser: OptimiserState = OptimiserState()
     seen: dict[str, str] = Field({}, description="normalised-code hash -> id of the first candidate with it")
     fastest_compiled: dict[str, tuple[str, float]] = Field(
         {}, description="compiled-code hash -> (id, ms) of the fastest candidate that launches that code")
@@ -229,3 +259,4 @@ class Summary(Record):
     cost_usd: float
     wall_s: float
     gpu_measure_s: float
+    stop_reason: str = Field("", description="why the search stopped: its rounds, its budget, or no candidate left")

@@ -90,7 +90,8 @@ def test_tuner_run_survives_a_killed_worker_and_a_killed_driver(tmp_path) -> Non
     """Kill a worker mid-round 1 (its task is retried), kill the driver mid-round 2, resume: nothing lost
     or repeated, and the run ends with a correct summary."""
     out = tmp_path / "run"
-    args = ["--problem", PROBLEM, "--kernel", str(START), "--out", str(out), "--rounds", "3", "--workers", "2", "--quiet"]
+    args = ["--problem", PROBLEM, "--kernel", str(START), "--out", str(out), "--rounds", "3", "--workers", "2",
+            "--candidates-per-round", "4", "--quiet"]  # fmt: skip
     proc = subprocess.Popen([sys.executable, "-m", "beamsearch.run", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, cwd=ROOT, env=_env(), start_new_session=True)  # fmt: skip
     lines: list[str] = []
@@ -117,7 +118,7 @@ def test_tuner_run_survives_a_killed_worker_and_a_killed_driver(tmp_path) -> Non
     lost = [e for e in events if e["event"] == "worker_lost"]
     assert lost and lost[0]["retried"], events
     round1 = [e for e in events if e["event"] == "candidate" and e["id"].startswith("r1-")]
-    assert len(round1) == 4 and all(e["status"] != "failed" for e in round1), round1  # 2 x 2, from the input
+    assert len(round1) == 4 and all(e["status"] != "failed" for e in round1), round1  # from the input's space
 
     state = BeamState.model_validate_json((out / "state.json").read_text())
     assert state.round == 1
@@ -235,7 +236,7 @@ def test_a_run_on_a_two_node_cluster(tmp_path, monkeypatch) -> None:
     try:
         out = tmp_path / "cluster"
         done = run_cli("--problem", PROBLEM, "--kernel", str(START), "--out", str(out), "--rounds", "1",
-                       "--workers", "2", "--directions", "2", "--address", cluster.address, "--quiet")  # fmt: skip
+                       "--workers", "2", "--candidates-per-round", "4", "--address", cluster.address, "--quiet")  # fmt: skip
     finally:
         cluster.shutdown()
     assert done.returncode == 0, done.stderr[-3000:]

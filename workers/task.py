@@ -38,7 +38,6 @@ from workers.llm_client import LLMClient, LLMConfig
 from workers.proposers.llm import LLMProposer
 from workers.proposers.replay import ReplayProposer
 from workers.proposers.rules import rules_diagnosis
-from workers.proposers.tuner import TunerProposer
 from workers.timing import time_target
 from workers.verify import verify_kernel
 
@@ -172,7 +171,7 @@ def run_task(task: Task, ctx: WorkerContext) -> TaskResult:
     common |= dict(parent_profile=parent_profile, parent_roofline=parent_roofline, diagnosis=diagnosis)
 
     with stages("propose"):
-        kernel = propose(task, diagnosis, llm)
+        kernel = task.kernel or propose(task, diagnosis, llm)
     if kernel is None:
         return _done(TaskResult(status="no_proposal", reason=_no_proposal_reason(config, llm), **common,
                                 exchanges=_exchanges(llm)), stages)  # fmt: skip
@@ -363,7 +362,8 @@ def diagnose(parent: BeamEntry, profile: Profile | None, roofline: Roofline | No
 
 
 def propose(task: Task, diagnosis: Diagnosis, llm: LLMProposer | None) -> Kernel | None:
-    """The task's one proposal: direction d is the d-th bottleneck for a model, the d-th proposal otherwise."""
+    """The task's one proposal: direction d is the d-th bottleneck for a model, the d-th recorded kernel for a
+    replay. The offline optimiser's tasks carry their kernel (``Task.kernel``, planned by the driver)."""
     config, d = task.config, task.direction
     if llm is not None:
         bottlenecks = diagnosis.bottlenecks
@@ -372,12 +372,11 @@ def propose(task: Task, diagnosis: Diagnosis, llm: LLMProposer | None) -> Kernel
             diagnosis = diagnosis.model_copy(update={"bottlenecks": bottlenecks[k:] + bottlenecks[:k]})
         kernels = llm.propose(task.parent.kernel, diagnosis, task.history)
         return kernels[0] if kernels else None
-    if config.replay:
-        proposer = ReplayProposer(config.replay)
-        proposer.seek(task.round - 1)
-        kernels = proposer.propose(task.parent.kernel, diagnosis, task.history)
-    else:
-        kernels = TunerProposer(per_call=d + 1, seed=config.seed).propose(task.parent.kernel, diagnosis, task.history)
+    if not config.replay:
+        return None
+    proposer = ReplayProposer(config.replay)
+    proposer.seek(task.round - 1)
+    kernels = proposer.propose(task.parent.kernel, diagnosis, task.history)
     return kernels[d] if d < len(kernels) else None
 
 
@@ -420,7 +419,7 @@ def _no_proposal_reason(config, llm) -> str:
         return "the model gave no usable new kernel (see the exchanges)"
     if config.replay:
         return "the recorded run has no kernel for this round and direction"
-    return "the tuner has no untried knob setting in this direction"
+    return "no kernel to try: the offline optimiser's tasks carry the kernel the driver planned"
 
 
 def _exchanges(llm: LLMProposer | None) -> list:
