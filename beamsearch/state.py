@@ -24,10 +24,9 @@ from beamsearch.schema import (
     TimingResult,
     Verdict,
 )
+from beamsearch.search_records import KnobSpace, SearcherState
 from prompts.records import Reflection
-from workers.proposers.knob_space import KnobSpace
 from workers.proposers.llm import Exchange
-from workers.proposers.searcher import SearcherState
 
 TaskStatus = Literal[
     "ok",  # verified and timed

@@ -20,6 +20,7 @@ LAYERS = {
     "beamsearch.schema": SHARED_DATA,
     "beamsearch.state": SHARED_DATA,
     "beamsearch.config": SHARED_DATA,
+    "beamsearch.search_records": SHARED_DATA,
     "prompts.records": SHARED_DATA,
     "workers": HARNESS,
     "workers.proposers": HARNESS,

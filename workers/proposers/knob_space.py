@@ -19,54 +19,15 @@ a loop over tiles, and no rewrite of an arbitrary kernel body is safe in general
 from __future__ import annotations
 
 import ast
-import math
 import re
 
-from beamsearch.schema import Record
+from beamsearch.search_records import KnobDim, KnobSpace
 from workers.proposers.tuner import Knob, apply, find_knobs
 
 BLOCK_CAP = 1 << 16  # the largest block value considered; larger tiles do not fit a program's registers
 WARPS = [1, 2, 4, 8, 16]
 STAGES = [1, 2, 3, 4, 5]
 GRID_SWAP = "grid_swap"
-
-
-class KnobDim(Record):
-    """One dimension of the space: ``values`` ascending, ``start`` the kernel's own value (among them)."""
-
-    name: str  # "<launch>:<knob>"
-    kind: str  # "block", "warps", "stages" or "grid" (the tuner's KnobKind)
-    values: list[int]
-    start: int
-
-
-class KnobSpace(Record):
-    dims: list[KnobDim]
-
-    def size(self) -> int:
-        """The number of points (the product of the dimensions' value counts); 1 for a space without knobs."""
-        return math.prod(len(d.values) for d in self.dims)
-
-    def start(self) -> dict[str, int]:
-        """The kernel's own point."""
-        return {d.name: d.start for d in self.dims}
-
-    def dim(self, name: str) -> KnobDim:
-        for d in self.dims:
-            if d.name == name:
-                return d
-        raise ValueError(
-            f"no knob {name!r} in this space (knobs: {', '.join(d.name for d in self.dims) or 'none'})"
-        )
-
-    def complete(self, point: dict[str, int]) -> dict[str, int]:
-        """``point`` with every name of the space, missing ones at their start, in the space's order.
-        Raises ValueError on an unknown name or a value the dimension does not allow."""
-        for name, value in point.items():
-            dim = self.dim(name)
-            if value not in dim.values:
-                raise ValueError(f"{name}={value} is not a legal value (legal: {dim.values})")
-        return {d.name: point.get(d.name, d.start) for d in self.dims}
 
 
 def space_of(source: str, sizes: dict[str, int] | None = None) -> KnobSpace:

@@ -23,13 +23,10 @@ import re
 import warnings
 from collections import deque
 from collections.abc import Iterator, Sequence
-from typing import Literal
 
-from beamsearch.schema import Record
-from workers.proposers.knob_space import KnobSpace
+from beamsearch.search_records import KnobSpace, Observation, SearcherState, Strategy
 from workers.proposers.tuner import MOVES
 
-Strategy = Literal["exhaustive", "tpe", "hybrid", "random", "coordinate"]
 DEFAULT_BUDGET = 100  # without a budget, spaces up to this many points are searched exhaustively
 TPE_STARTUP = 8  # observations before TPE models (fewer than Optuna's 10: the first points are informed)
 HYBRID_RADIUS = 1  # hybrid: how far from the best point its local stream looks
@@ -41,23 +38,6 @@ RESOURCE_FAILURE = re.compile(
 )
 
 Index = tuple[int, ...]  # a point as one value index per dimension
-
-
-class Observation(Record):
-    point: dict[str, int]
-    time_ms: float | None  # None when the candidate failed
-    failure: str | None = None  # the failure's text ("compile_failed: out of resource: shared memory ...")
-
-
-class SearcherState(Record):
-    """Everything a Searcher learned; goes in the resume point (state.json)."""
-
-    space: KnobSpace = KnobSpace(dims=[])  # the space it searched, to refuse another space's state
-    strategy: Strategy = "hybrid"
-    first: list[dict[str, int]] = []  # the points to try first, as given
-    suggested: list[dict[str, int]] = []  # in order
-    observations: list[Observation] = []
-    limits: list[dict[str, int]] = []  # points that ran out of resources: they and points above are out
 
 
 def is_resource_failure(failure: str) -> bool:
