@@ -197,6 +197,19 @@ def _samples(outputs: list[torch.Tensor], changes: list[int]) -> Sampled:
     return sampler.sampled()
 
 
+@pytest.mark.gpu
+def test_the_judge_redraws_the_sampled_positions_on_a_gpu() -> None:
+    out = torch.randn(1 << 22, device="cuda", dtype=torch.bfloat16)
+    sampler = SampledOutputs(lambda: 1)
+    for _ in range(3):
+        sampler.offer(out)
+    sampled = sampler.sampled()
+    timed_outputs._generators.clear()  # the judge's generator is its own
+    for r in sampled.reps:
+        positions = sample_positions(out.numel(), r.seed, out.device)
+        assert torch.equal(sampled.values[0][r.rep], torch.take(out, positions))
+
+
 def test_the_judge_checks_each_kept_repetition_against_the_inputs_it_saw(scale_spec: RunSpec) -> None:
     instance = instantiate(load_problem_module(scale_spec), scale_spec, 0)
     pristine, model, tol = instance.inputs, instance.model, DEFAULT_TOLERANCES["bf16"]
@@ -268,7 +281,8 @@ def test_samples_catch_a_kernel_that_cheats_on_every_other_repetition_the_one_co
     every = choose_checked(8)
     assert wrong_timed(copy, honest, every, 8, seeds, pristine, model, scale_spec, tol) is None
     why = wrong_timed(copy, cheat, every, 8, seeds, pristine, model, scale_spec, tol) or ""
-    assert why.startswith("timed repetition 2 of 8 (sampled after it returned): output 0: ") and "of 64 sampled" in why
+    assert why.startswith("timed repetition 2 of 8 (sampled after it returned) gave a wrong answer: output 0: ")
+    assert "of 64 sampled elements wrong" in why
     assert wrong_timed(copy, cheat, [0, 2, 4], 8, seeds, pristine, model, scale_spec, tol) is None  # not chosen
     # A sample checked against the wrong inputs fails too: each is compared with what its repetition saw.
     shifted = _samples([answer(rep + 1) for rep in range(8)], [1, *range(1, 8)])  # each after one change fewer

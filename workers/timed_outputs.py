@@ -3,18 +3,27 @@
 Before each repetition a timing changes the inputs (``InputNudger``: a fresh seed from the operating
 system, sent to the judge before the change is made and not kept), on top of the changes before. After
 each timed repetition, once the call has returned and the device is synchronised, fresh randomness from
-the operating system decides whether to keep a copy of that repetition's outputs (``KeptOutputs``:
-reservoir sampling, so each of the n repetitions ends up kept with the same chance, k/n). The judge, in
-another process, rebuilds the inputs each kept repetition saw (its copy of the pristine inputs and the
-seeds announced so far) and compares every kept output in full with a reference (``wrong_kept``).
+the operating system decides two things. Whether to keep a full copy of that repetition's outputs
+(``KeptOutputs``: reservoir sampling, so each of the n repetitions ends up kept with the same chance,
+k/n; one copy only where outputs are gigabytes). And where to sample them: ``SAMPLED_ELEMENTS`` positions
+of each output (all of a smaller one), drawn from a seed with a generator on the output's device, the
+values gathered (``SampledOutputs``: every repetition, one draw and one gather). The judge, in another
+process, chooses ``CHECKED_SAMPLES`` sampled repetitions once the timing is over (``choose_checked``),
+rebuilds the inputs each checked or kept repetition saw (its copy of the pristine inputs and the seeds
+announced so far), redraws the sampled positions from their seed, and compares the samples, and every
+kept output in full, with a reference (``wrong_timed``).
 
 Why a kernel in the runner's process cannot evade it:
 
-- The choice does not exist while the kernel runs. It is drawn with ``os.urandom`` after the call has
-  returned, so no stack walk, call count, clock, L2 state or memory scan made during the call can learn
-  it: every timed call is equally likely to be checked, and a kernel that does less work in some
-  fraction c of its timed calls is caught with probability about 1 - (1 - c)^k. A kernel that cheats
-  whenever it is timed (a fake speed-up worth having) is caught for certain.
+- The choices do not exist while the kernel runs. The copy kept and the sampled positions are drawn with
+  ``os.urandom`` after the call has returned, the sampled repetitions checked by the judge after the
+  whole timing, so no stack walk, call count, clock, L2 state or memory scan made during the call can
+  learn them: every timed call is equally likely to be checked, and every element of its output equally
+  likely to be in its sample. A kernel that does less work in a fraction c of its timed calls escapes the
+  samples with about (1 - c)^R (R = ``CHECKED_SAMPLES``: for c = 1/4, about 1e-2; for c = 1/2, 1.5e-5) and
+  the full copies with about (1 - c)^k; a call that leaves a fraction w of its output wrong is missed by
+  its sample with about (1 - w)^S (S = ``SAMPLED_ELEMENTS``: for w = 1e-3, about 4e-29). A kernel that
+  cheats whenever it is timed (a fake speed-up worth having) is caught for certain.
 - Each change's seed is drawn just before its repetition, so a kernel cannot work out answers for future
   inputs ahead (at import, in its warm-up calls). Once the change is made, nothing of it is left in the
   process (the seed went to the judge, the places are zeroed): a kernel cannot update its previous
@@ -355,6 +364,6 @@ def _wrong_sample(
         cmp = compare(values[rep], torch.take(ref.to(values.device), positions), tolerance)
         if not cmp.passed:
             bad = None if cmp.first_bad_index is None else int(positions[cmp.first_bad_index])
-            return (f"{where}: output {j}: {_wrong(cmp)} sampled elements wrong (max abs err "
-                    f"{cmp.max_abs_err:.4g}, first at flat index {bad})")  # fmt: skip
+            return (f"{where} gave a wrong answer: output {j}: {_wrong(cmp)} sampled elements wrong "
+                    f"(max abs err {cmp.max_abs_err:.4g}, first at flat index {bad})")  # fmt: skip
     return None

@@ -20,8 +20,9 @@ The checks run holding one of the GPU's verification places (``gpu_slot``, a mem
 request names them; the timing does not hold it. When the request asks for a timing and every check has
 passed, the runner times the kernel on fresh inputs (``time_after_checks``) while this process holds
 the GPU's measurement lock, and hands back copies of the outputs of a few timed repetitions, chosen at
-random after each call returned (``workers.timed_outputs``). Once the lock is released, each must match
-a reference made here for the inputs that repetition saw, from copies of the inputs and the model this
+random after each call returned, and a sample of every repetition's outputs (``workers.timed_outputs``).
+Once the lock is released, each copy, and the samples of repetitions chosen here then, must match a
+reference made here for the inputs that repetition saw, from copies of the inputs and the model this
 process made before the timing. A timing that fails its checks leaves the verdict passed and is itself
 ``failed``, as from the timing child.
 
