@@ -328,6 +328,7 @@ def wrong_timed(kept: list[Kept], sampled: Sampled, checked: list[int], n_reps: 
         refs = list(reference) if isinstance(reference, (tuple, list)) else [reference]
         problem = (_wrong_copy(copies[rep], refs, n_reps, tolerance) if rep in copies else None) or (
             _wrong_sample(sampled, rep, refs, n_reps, tolerance) if rep in checked else None)  # fmt: skip
+        del reference, refs  # before the next is made: one reference of gigabytes at a time
         if problem is not None:
             return problem
     return None
