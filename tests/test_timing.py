@@ -372,4 +372,5 @@ def test_the_samples_alone_catch_a_kernel_cheating_on_every_other_timed_call(pat
     assert cheat.status == "failed" and "(sampled after it returned)" in cheat.reason, cheat.reason
     assert [c.name for c in cheat.checks if not c.passed] == ["timed_outputs"]
     assert honest.status == "ok", honest.reason
-    assert honest.checked_reps == list(range(honest.timing.n))  # fewer than CHECKED_SAMPLES: all of them
+    n, checked = honest.timing.n, honest.checked_reps
+    assert min(n, timed_outputs.CHECKED_SAMPLES) <= len(checked) and set(checked) <= set(range(n))

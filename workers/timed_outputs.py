@@ -361,8 +361,8 @@ def _wrong_sample(
         if shape != list(ref.shape):
             return f"{where}: output {j} has shape {tuple(shape or ())}, expected {tuple(ref.shape)}"
         assert values is not None  # _unfit_sampled: a row per repetition of every output
-        positions = sample_positions(ref.numel(), r.seed, values.device)
-        cmp = compare(values[rep], torch.take(ref.to(values.device), positions), tolerance)
+        positions = sample_positions(ref.numel(), r.seed, values.device)  # where the runner drew them
+        cmp = compare(values[rep].to(ref.device), torch.take(ref, positions.to(ref.device)), tolerance)
         if not cmp.passed:
             bad = None if cmp.first_bad_index is None else int(positions[cmp.first_bad_index])
             return (f"{where} gave a wrong answer: output {j}: {_wrong(cmp)} sampled elements wrong "
