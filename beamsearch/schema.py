@@ -118,8 +118,9 @@ class TimingResult(Record):
     traceback: str = ""
     checks: list[CheckResult] = Field([], description="checks of the timed target (kernels): harness intact, "
                                                       "no work left running, right output, clocks agree")
-    checked_reps: list[int] = Field([], description="the timed repetitions (0-based) whose outputs were kept, "
-                                    "chosen at random after each call, and checked (``workers.timed_outputs``)")
+    checked_reps: list[int] = Field([], description="the timed repetitions (0-based) whose outputs were "
+                                    "checked: kept whole at random after each call, or sampled after every call and "
+                                    "chosen by the judge afterwards (``workers.timed_outputs``)")
     sandbox: str = Field("", description="how the timed kernel's process was confined (Landlock), or why not")
     compiled_hash: str | None = Field(None, description="hash of the compiled Triton code one call launches "
                                       "(PTX less debug info, grids, arguments); None on CPU or when unknown")

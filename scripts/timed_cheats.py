@@ -26,7 +26,8 @@ from beamsearch.schema import RunSpec, TimingKnobs  # noqa: E402
 from workers.timing import time_target  # noqa: E402
 from workers.verify import verify_kernel  # noqa: E402
 
-KERNELS = ["honest.py", "timed_by_stack.py", "counts_calls.py", "timing_gap.py", "stale_when_timed.py"]
+KERNELS = ["honest.py", "timed_by_stack.py", "counts_calls.py", "timing_gap.py", "stale_when_timed.py",
+           "every_other_call.py"]  # fmt: skip
 BUDGET = dict(warmup_ms=20, rep_ms=50, min_reps=3, max_reps=20)  # as tests/test_adversarial.py times them
 
 

@@ -157,8 +157,16 @@ CASES: list[Case] = [
       for kernel, cheat in [("timed_by_stack.py", "half the work while a timing loop's frame is on its stack"),
                             ("counts_calls.py", "half the work in a window of calls the timed repetitions fill"),
                             ("timing_gap.py", "half the work when called within 1.5 ms of its previous call"),
-                            ("stale_when_timed.py", "its previous answer, no work, when called back to back")]
+                            ("stale_when_timed.py", "its previous answer, no work, when called back to back"),
+                            ("every_other_call.py", "half the work on every other unobserved call")]
       for stage in ("time", "search")],
+    # at full size one full copy is kept (3.76 GB of output): the samples of every repetition catch what it
+    # misses (timing_gap passed the bench path on an H100 when its one kept repetition was an honest one)
+    *[Case(f"adversarial/{kernel}", f"{cheat}, at full size", "time", None,
+           gpu=Expect("failed", "timed_outputs", ("timed repetition",)), label=f"{Path(kernel).stem}_full",
+           gpu_shapes="full", timeout_s=300.0)
+      for kernel, cheat in [("timing_gap.py", "half the work when called within 1.5 ms of its previous call"),
+                            ("every_other_call.py", "half the work on every other unobserved call")]],
     # the search's path: verified, then timed in the kernel's process (what a failure there looks like)
     Case("adversarial/honest.py", "control: verified, then timed in its process", "search", Expect("ok", None, ())),
     Case("adversarial/detects_guard.py", "honest only under a dispatch mode, timed after verification", "search",

@@ -12,9 +12,10 @@ says about itself is evidence, not a verdict, since the kernel runs in this proc
 Once every check has passed, the judge may ask for a timing in this same process, so a candidate
 starts one GPU process fewer: *hash* the compiled code one call launches, then *time* the calls with
 ``workers.clock`` (the clock the timing child uses for baselines), the inputs changed before each
-repetition and copies of a few repetitions' outputs kept, chosen at random only after each call has
-returned (``workers.timed_outputs``). The copies go back to the judge with the change each repetition's
-inputs had, and the judge checks them: every timed call may be the one checked. Timing calls are not
+repetition, copies of a few repetitions' outputs kept, chosen at random only after each call has
+returned, and a sample of every repetition's outputs at positions drawn only then
+(``workers.timed_outputs``). The copies and samples go back to the judge with the change each
+repetition's inputs had, and the judge checks them: every timed call may be the one checked. Timing calls are not
 observed: an observer costs time, and a kernel honest only when watched fails that check.
 
 On the CPU the runner's address space is capped (``RLIMIT_AS``): a kernel asking for hundreds of GB
@@ -43,7 +44,7 @@ from workers.integrity import BackgroundWork, Snapshot, ThreadStarts
 from workers.problem_instance import load_kernel_function, select_device_name
 from workers.sandbox import confine_job
 from workers.shared_tensors import Channel, ChannelClosed, ChannelTimeout, ProtocolError, decode_value
-from workers.timed_outputs import InputNudger, KeptOutputs
+from workers.timed_outputs import InputNudger, KeptOutputs, SampledOutputs
 from workers.torch_guard import ObservedCall, install_tripwires, warm_up
 
 TRACEBACK_CHARS = 8000
@@ -236,7 +237,9 @@ class _Runner:
         """Time the calls (``workers.clock.measure``), the inputs changed before each repetition with a
         seed sent to the judge first (``announce``) and not kept here, and hand back copies of the outputs
         of the repetitions kept at random, each with how many changes its inputs had had (``kept``;
-        ``outputs``: indices into the tensors sent back, None where the call returned no plain tensor).
+        ``outputs``: indices into the tensors sent back, None where the call returned no plain tensor),
+        and a sample of every repetition's outputs (``sampled``: each repetition's changes, position seed
+        and outputs' dtypes and shapes; ``values``: per output, the index of its rows of sampled values).
         The inputs are left changed. The judge holds the GPU's measurement lock meanwhile."""
         try:
             call = self.bound(body, tensors)
@@ -244,10 +247,17 @@ class _Runner:
             return _bind_error(e), []
         nudger = InputNudger(self.inputs, announce)
         kept = KeptOutputs(lambda: nudger.count)
+        sampled = SampledOutputs(lambda: nudger.count)
+
+        def after_rep(out: Any) -> None:  # off the clock, the device synchronised
+            sampled.offer(out)
+            kept.offer(out)
+
         try:
             with torch.no_grad(), ThreadStarts() as threads:
                 timing = measure(call, self.device, dtype=body["dtype"], shapes=body["shapes"],
-                                 between_reps=nudger, after_rep=kept.offer, **body["budget"])  # fmt: skip
+                                 between_reps=nudger, after_rep=after_rep, **body["budget"])  # fmt: skip
+                samples = sampled.sampled()
         except BaseException as e:  # noqa: BLE001 - whatever the kernel raises, SystemExit included
             return _error("runtime_error", e), []
         out: list[torch.Tensor] = []
@@ -259,7 +269,14 @@ class _Runner:
                 if o is not None:
                     out.append(o)
             described.append({"rep": k.rep, "changes": k.changes, "outputs": indices, "returned": k.returned})
-        reply = {"timing": timing.model_dump(mode="json"), "kept": described, "threads_started": threads.n}
+        values = []
+        for v in samples.values:
+            values.append(None if v is None else len(out))
+            if v is not None:
+                out.append(v)
+        reps = [[r.rep, r.changes, r.seed, r.returned, r.shapes] for r in samples.reps]
+        reply = {"timing": timing.model_dump(mode="json"), "kept": described, "threads_started": threads.n,
+                 "sampled": {"reps": reps, "values": values}}  # fmt: skip
         return {**reply, **self._evidence()}, out
 
     def _evidence(self, extra_tampering: list[str] = ()) -> dict[str, Any]:

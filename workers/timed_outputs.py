@@ -3,18 +3,27 @@
 Before each repetition a timing changes the inputs (``InputNudger``: a fresh seed from the operating
 system, sent to the judge before the change is made and not kept), on top of the changes before. After
 each timed repetition, once the call has returned and the device is synchronised, fresh randomness from
-the operating system decides whether to keep a copy of that repetition's outputs (``KeptOutputs``:
-reservoir sampling, so each of the n repetitions ends up kept with the same chance, k/n). The judge, in
-another process, rebuilds the inputs each kept repetition saw (its copy of the pristine inputs and the
-seeds announced so far) and compares every kept output in full with a reference (``wrong_kept``).
+the operating system decides two things. Whether to keep a full copy of that repetition's outputs
+(``KeptOutputs``: reservoir sampling, so each of the n repetitions ends up kept with the same chance,
+k/n; one copy only where outputs are gigabytes). And where to sample them: ``SAMPLED_ELEMENTS`` positions
+of each output (all of a smaller one), drawn from a seed with a generator on the output's device, the
+values gathered (``SampledOutputs``: every repetition, one draw and one gather). The judge, in another
+process, chooses ``CHECKED_SAMPLES`` sampled repetitions once the timing is over (``choose_checked``),
+rebuilds the inputs each checked or kept repetition saw (its copy of the pristine inputs and the seeds
+announced so far), redraws the sampled positions from their seed, and compares the samples, and every
+kept output in full, with a reference (``wrong_timed``).
 
 Why a kernel in the runner's process cannot evade it:
 
-- The choice does not exist while the kernel runs. It is drawn with ``os.urandom`` after the call has
-  returned, so no stack walk, call count, clock, L2 state or memory scan made during the call can learn
-  it: every timed call is equally likely to be checked, and a kernel that does less work in some
-  fraction c of its timed calls is caught with probability about 1 - (1 - c)^k. A kernel that cheats
-  whenever it is timed (a fake speed-up worth having) is caught for certain.
+- The choices do not exist while the kernel runs. The copy kept and the sampled positions are drawn with
+  ``os.urandom`` after the call has returned, the sampled repetitions checked by the judge after the
+  whole timing, so no stack walk, call count, clock, L2 state or memory scan made during the call can
+  learn them: every timed call is equally likely to be checked, and every element of its output equally
+  likely to be in its sample. A kernel that does less work in a fraction c of its timed calls escapes the
+  samples with about (1 - c)^R (R = ``CHECKED_SAMPLES``: for c = 1/4, about 1e-2; for c = 1/2, 1.5e-5) and
+  the full copies with about (1 - c)^k; a call that leaves a fraction w of its output wrong is missed by
+  its sample with about (1 - w)^S (S = ``SAMPLED_ELEMENTS``: for w = 1e-3, about 4e-29). A kernel that
+  cheats whenever it is timed (a fake speed-up worth having) is caught for certain.
 - Each change's seed is drawn just before its repetition, so a kernel cannot work out answers for future
   inputs ahead (at import, in its warm-up calls). Once the change is made, nothing of it is left in the
   process (the seed went to the judge, the places are zeroed): a kernel cannot update its previous
@@ -41,8 +50,10 @@ of the harness that are replaced are caught (``integrity``), raw writes to its d
 
 from __future__ import annotations
 
+import math
 import os
 import random
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -50,7 +61,7 @@ from typing import Any
 import torch
 
 from beamsearch.schema import RunSpec, Tolerance
-from workers.compare import compare
+from workers.compare import Comparison, compare
 from workers.problem_instance import ProblemInstance, reference_output
 
 _urandom = os.urandom  # taken before any kernel is imported
@@ -59,6 +70,8 @@ NUDGED_MIN = 8  # tiny inputs: at least this many places change (all of them bel
 SEGMENTS = 256  # rows an input is cut into, each changed in one window per repetition
 KEPT_REPS = 4
 KEPT_BYTES = 4 << 30  # copies kept at once, at most (at least one): GPU memory beside other workers' jobs
+SAMPLED_ELEMENTS = 1 << 16  # of each output, after every timed repetition (all of a smaller output)
+CHECKED_SAMPLES = 16  # sampled repetitions the judge checks, chosen by it after the timing
 
 
 def fresh_seed() -> int:
@@ -170,36 +183,188 @@ class KeptOutputs:
         self.kept[slot] = Kept(rep, self.changes(), copies, [type(o).__name__ for o in outs])
 
 
-def wrong_kept(kept: list[Kept], n_reps: int, seeds: list[int], pristine: list[Any], model: torch.nn.Module,
-               spec: RunSpec, tolerance: Tolerance) -> str | None:  # fmt: skip
-    """None when every kept repetition's outputs match the reference for the inputs it saw; else why not,
-    naming the repetition. ``seeds``: every change's, in order, as announced; ``pristine`` and ``model``:
-    copies the kernel could not change while timed."""
+@dataclass
+class SampledRep:
+    rep: int  # 0-based among the timed repetitions
+    changes: int  # how many changes the inputs had had
+    seed: int  # of the sampled positions (``sample_positions``), drawn after the call returned
+    returned: list[str]  # each output's dtype, or its type name when it was not a plain tensor
+    shapes: list[list[int] | None]  # each output's shape; None where it was not a plain tensor
+
+
+@dataclass
+class Sampled:
+    reps: list[SampledRep]  # every timed repetition, in order
+    values: list[torch.Tensor | None]  # per output: one row of sampled values per repetition; None where
+    # the repetitions' outputs were not plain tensors of one shape and dtype (the judge fails that)
+
+
+_generators: dict[torch.device, torch.Generator] = {}
+
+
+def sample_positions(numel: int, seed: int, device: torch.device) -> torch.Tensor:
+    """The flat positions sampled of an output of ``numel`` elements: all of them up to
+    ``SAMPLED_ELEMENTS``, else that many drawn from ``seed`` on ``device`` (the judge draws the same
+    on the same device)."""
+    if numel <= SAMPLED_ELEMENTS:
+        return torch.arange(numel, device=device)
+    generator = _generators.get(device)
+    if generator is None:
+        generator = _generators[device] = torch.Generator(device=device)
+    generator.manual_seed(seed)
+    return torch.randint(numel, (SAMPLED_ELEMENTS,), generator=generator, device=device)
+
+
+class SampledOutputs:
+    """After every timed repetition, off the clock: a sample of each output at positions drawn from a
+    fresh OS seed (one draw and one gather), kept with the repetition's number and change count."""
+
+    def __init__(self, changes: Callable[[], int]) -> None:
+        self.changes = changes
+        self.reps: list[SampledRep] = []
+        self.rows: list[list[torch.Tensor]] = []  # per output, one row per repetition
+        self.alike = True  # every repetition returned what the first did (shapes, dtypes, types)
+
+    def offer(self, out: Any) -> None:
+        """Called off the clock, after the device is synchronised, with a timed repetition's outputs."""
+        outs = list(out) if isinstance(out, (tuple, list)) else [out]
+        tensors = [o if type(o) is torch.Tensor else None for o in outs]
+        seed = fresh_seed()
+        returned = [
+            str(t.dtype) if t is not None else type(o).__name__ for t, o in zip(tensors, outs, strict=True)
+        ]
+        shapes = [list(t.shape) if t is not None else None for t in tensors]
+        self.reps.append(SampledRep(len(self.reps), self.changes(), seed, returned, shapes))
+        first = self.reps[0]
+        self.alike = self.alike and (returned, shapes) == (first.returned, first.shapes)
+        if not self.alike:
+            self.rows = []  # the judge fails the timing on the descriptions alone
+            return
+        if not self.rows:
+            self.rows = [[] for _ in outs]
+        for row, t in zip(self.rows, tensors, strict=True):
+            if t is not None:
+                row.append(torch.take(t.detach(), sample_positions(t.numel(), seed, t.device)))
+
+    def sampled(self) -> Sampled:
+        """One tensor per output (its rows stacked): one transfer to the judge."""
+        values = [torch.stack(rows) if rows else None for rows in self.rows] if self.alike else []
+        return Sampled(self.reps, values)
+
+
+def choose_checked(n_reps: int) -> list[int]:
+    """The sampled repetitions the judge checks: ``CHECKED_SAMPLES`` of them (all, where there are fewer),
+    chosen in the judge's process after the timing, with the operating system's randomness."""
+    return sorted(secrets.SystemRandom().sample(range(n_reps), min(n_reps, CHECKED_SAMPLES)))
+
+
+def _unfit_kept(kept: list[Kept], n_reps: int) -> str | None:
     reps = sorted(k.rep for k in kept)
     want = min(kept_reps(max((_nbytes(k.outputs) for k in kept), default=0)), n_reps)
     if len(kept) < want or len(set(reps)) < len(reps) or any(not 0 <= r < n_reps for r in reps):
         return f"the outputs kept of {n_reps} timed repetitions were not {want} of them: {reps}"
+    return None
+
+
+def _unfit_sampled(sampled: Sampled, n_reps: int, n_seeds: int) -> str | None:
+    """What is wrong with the samples' bookkeeping: one per timed repetition, in order, each after no
+    fewer changes than the one before, every repetition's outputs like the first's, rows of the right width."""
+    reps = sampled.reps
+    if [r.rep for r in reps] != list(range(n_reps)):
+        return f"the samples of {n_reps} timed repetitions were not one per repetition: {len(reps)} of them"
+    changes = [r.changes for r in reps]
+    if changes != sorted(changes) or any(not 0 <= c <= n_seeds for c in changes):
+        return f"the samples' inputs had from {min(changes)} to {max(changes)} changes, out of order or of {n_seeds} announced"
+    if not reps:
+        return None
+    first = reps[0]
+    for r in reps:
+        if (r.returned, r.shapes) != (first.returned, first.shapes):
+            return (f"timed repetition {r.rep + 1} of {n_reps} returned {_described(r)}, "
+                    f"repetition 1 returned {_described(first)}")  # fmt: skip
+    if len(sampled.values) != len(first.returned):
+        return f"the samples have {len(sampled.values)} outputs, the timed repetitions returned {len(first.returned)}"
+    for j, (v, shape) in enumerate(zip(sampled.values, first.shapes, strict=True)):
+        if shape is None:
+            return f"timed repetition 1 of {n_reps}: output {j} is a {first.returned[j]}, not a plain torch.Tensor"
+        width = min(math.prod(shape), SAMPLED_ELEMENTS)
+        if v is None or tuple(v.shape) != (n_reps, width):
+            got = None if v is None else tuple(v.shape)
+            return f"the samples of output {j} have shape {got}, expected {(n_reps, width)}"
+    return None
+
+
+def _described(r: SampledRep) -> str:
+    return ", ".join(f"{t}{s}" if s is not None else t for t, s in zip(r.returned, r.shapes, strict=True))
+
+
+def _wrong(cmp: Comparison) -> str:
+    wrong = cmp.n_mismatched + cmp.n_unwritten + cmp.n_unexpected_nonfinite
+    return f"{wrong} of {cmp.n}"
+
+
+def wrong_timed(kept: list[Kept], sampled: Sampled, checked: list[int], n_reps: int, seeds: list[int],
+                pristine: list[Any], model: torch.nn.Module, spec: RunSpec, tolerance: Tolerance) -> str | None:  # fmt: skip
+    """None when every kept repetition's outputs, and the samples of every repetition in ``checked``
+    (``choose_checked``), match the reference for the inputs that repetition saw; else why not, naming
+    the repetition. One pass over the repetitions in order, replaying the changes once. ``seeds``: every
+    change's, in order, as announced; ``pristine`` and ``model``: copies the kernel could not change while
+    timed."""
+    problem = _unfit_kept(kept, n_reps) or _unfit_sampled(sampled, n_reps, len(seeds))
+    if problem is not None:
+        return problem
+    copies = {k.rep: k for k in kept}
     inputs = [t.clone() if isinstance(t, torch.Tensor) else t for t in pristine]
     changed = 0
-    for k in sorted(kept, key=lambda k: k.rep):
-        where = f"timed repetition {k.rep + 1} of {n_reps} (kept at random after it returned)"
-        if not changed <= k.changes <= len(seeds):
-            return f"{where}: its inputs had {k.changes} changes, of {len(seeds)} announced"
-        for seed in seeds[changed : k.changes]:
+    for rep in sorted(set(copies) | set(checked)):
+        changes = sampled.reps[rep].changes
+        if rep in copies and copies[rep].changes != changes:
+            return (f"timed repetition {rep + 1} of {n_reps}: its kept copy had {copies[rep].changes} changes, "
+                    f"its sample {changes}")  # fmt: skip
+        for seed in seeds[changed:changes]:
             nudge_(inputs, seed)
-        changed = k.changes
+        changed = changes
         reference = reference_output(ProblemInstance(model, inputs), spec)  # it copies the model
         refs = list(reference) if isinstance(reference, (tuple, list)) else [reference]
-        if len(k.outputs) != len(refs):
-            return f"{where}: returned {len(k.outputs)} outputs, the reference returns {len(refs)}"
-        for j, (o, r) in enumerate(zip(k.outputs, refs, strict=True)):
-            if o is None:
-                return f"{where}: output {j} is a {k.returned[j]}, not a plain torch.Tensor"
-            if tuple(o.shape) != tuple(r.shape):
-                return f"{where}: output {j} has shape {tuple(o.shape)}, expected {tuple(r.shape)}"
-            cmp = compare(o, r, tolerance)
-            if not cmp.passed:
-                wrong = cmp.n_mismatched + cmp.n_unwritten + cmp.n_unexpected_nonfinite
-                return (f"{where} gave a wrong answer: output {j}: {wrong} of {cmp.n} elements wrong (max abs "
-                        f"err {cmp.max_abs_err:.4g}, first at flat index {cmp.first_bad_index})")  # fmt: skip
+        problem = (_wrong_copy(copies[rep], refs, n_reps, tolerance) if rep in copies else None) or (
+            _wrong_sample(sampled, rep, refs, n_reps, tolerance) if rep in checked else None)  # fmt: skip
+        del reference, refs  # before the next is made: one reference of gigabytes at a time
+        if problem is not None:
+            return problem
+    return None
+
+
+def _wrong_copy(k: Kept, refs: list[torch.Tensor], n_reps: int, tolerance: Tolerance) -> str | None:
+    where = f"timed repetition {k.rep + 1} of {n_reps} (kept at random after it returned)"
+    if len(k.outputs) != len(refs):
+        return f"{where}: returned {len(k.outputs)} outputs, the reference returns {len(refs)}"
+    for j, (o, r) in enumerate(zip(k.outputs, refs, strict=True)):
+        if o is None:
+            return f"{where}: output {j} is a {k.returned[j]}, not a plain torch.Tensor"
+        if tuple(o.shape) != tuple(r.shape):
+            return f"{where}: output {j} has shape {tuple(o.shape)}, expected {tuple(r.shape)}"
+        cmp = compare(o, r, tolerance)
+        if not cmp.passed:
+            return (f"{where} gave a wrong answer: output {j}: {_wrong(cmp)} elements wrong (max abs err "
+                    f"{cmp.max_abs_err:.4g}, first at flat index {cmp.first_bad_index})")  # fmt: skip
+    return None
+
+
+def _wrong_sample(
+    sampled: Sampled, rep: int, refs: list[torch.Tensor], n_reps: int, tolerance: Tolerance
+) -> str | None:
+    where = f"timed repetition {rep + 1} of {n_reps} (sampled after it returned)"
+    r = sampled.reps[rep]
+    if len(r.shapes) != len(refs):
+        return f"{where}: returned {len(r.shapes)} outputs, the reference returns {len(refs)}"
+    for j, (values, shape, ref) in enumerate(zip(sampled.values, r.shapes, refs, strict=True)):
+        if shape != list(ref.shape):
+            return f"{where}: output {j} has shape {tuple(shape or ())}, expected {tuple(ref.shape)}"
+        assert values is not None  # _unfit_sampled: a row per repetition of every output
+        positions = sample_positions(ref.numel(), r.seed, values.device)  # where the runner drew them
+        cmp = compare(values[rep].to(ref.device), torch.take(ref, positions.to(ref.device)), tolerance)
+        if not cmp.passed:
+            bad = None if cmp.first_bad_index is None else int(positions[cmp.first_bad_index])
+            return (f"{where} gave a wrong answer: output {j}: {_wrong(cmp)} sampled elements wrong "
+                    f"(max abs err {cmp.max_abs_err:.4g}, first at flat index {bad})")  # fmt: skip
     return None

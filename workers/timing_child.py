@@ -13,7 +13,8 @@ it is imported and called in a runner (``kernel_runner``) forked when this proce
 touched a GPU or read its job, and this process is the judge. The runner confines itself (Landlock) and
 reports what it saw (the harness replaced, work left running); on a GPU it hashes the compiled code one
 call launches, then times the calls while this process holds the lock, keeping copies of the outputs of
-a few repetitions chosen at random after each call returned. The judge checks them against references
+a few repetitions chosen at random after each call returned and a sample of every repetition's outputs.
+The judge checks the copies and the samples of repetitions it chooses afterwards against references
 it makes from its own copies of the inputs and the model, in its own process, where nothing the kernel
 does to PyTorch (dispatch modes, replaced operators) can reach them. The CUDA events must agree with the
 host clock and most repetitions must end on the call's own stream. A failure is a ``failed`` result that

@@ -20,8 +20,9 @@ The checks run holding one of the GPU's verification places (``gpu_slot``, a mem
 request names them; the timing does not hold it. When the request asks for a timing and every check has
 passed, the runner times the kernel on fresh inputs (``time_after_checks``) while this process holds
 the GPU's measurement lock, and hands back copies of the outputs of a few timed repetitions, chosen at
-random after each call returned (``workers.timed_outputs``). Once the lock is released, each must match
-a reference made here for the inputs that repetition saw, from copies of the inputs and the model this
+random after each call returned, and a sample of every repetition's outputs (``workers.timed_outputs``).
+Once the lock is released, each copy, and the samples of repetitions chosen here then, must match a
+reference made here for the inputs that repetition saw, from copies of the inputs and the model this
 process made before the timing. A timing that fails its checks leaves the verdict passed and is itself
 ``failed``, as from the timing child.
 
@@ -65,7 +66,7 @@ from workers.problem_instance import (
 )
 from workers.shared_tensors import ProtocolError, encode_value
 from workers.steps import Steps
-from workers.timed_outputs import Kept, wrong_kept
+from workers.timed_outputs import Kept, Sampled, SampledRep, choose_checked, wrong_timed
 from workers.torch_guard import as_bits, describe
 
 POINTER_CHECK_SEED_OFFSET = 1000
@@ -286,7 +287,8 @@ def _verify(req: VerifyRequest, checks: Checks, runner: KernelProcess) -> tuple[
 
 def time_after_checks(req: VerifyRequest, kernel: _Kernel, module: Any, pool: _SharedPool, sandbox: str) -> TimingResult:
     """Time the verified kernel in its runner on the timing seed's inputs, as the timing child would,
-    and check the outputs of the timed repetitions it kept. Never raises: a failure is the timing's status."""
+    and check the outputs of the timed repetitions it kept and the samples of a few repetitions chosen
+    here afterwards. Never raises: a failure is the timing's status."""
     assert req.timing is not None
     knobs, spec = req.timing, req.spec
     start = time.perf_counter()
@@ -322,14 +324,15 @@ def time_after_checks(req: VerifyRequest, kernel: _Kernel, module: Any, pool: _S
         checks.steps.end("measured")
         # The runner's copies, shared: its device was synchronised before it replied, and it runs nothing
         # of the kernel's until asked again (a thread left running fails background_work below).
-        kept = _kept(reply, outs)
-        common["checked_reps"] = sorted(k.rep for k in kept)
+        kept, sampled = _kept(reply, outs), _sampled(reply, outs)
         timing = Timing.model_validate(reply["timing"])
+        checked = choose_checked(timing.n)  # drawn here, after the calls: the runner never knows them
+        common["checked_reps"] = sorted({k.rep for k in kept} | set(checked))
         _check_evidence(reply, checks, "during the timed calls")
         for check in timing_checks(timing, spec.device, knobs.screen_above_ms):
             checks.record(check.name, check.passed, check.detail)
         seeds = _seeds(notes)
-        problem = wrong_kept(kept, timing.n, seeds, pristine, model, spec, req.tolerance)
+        problem = wrong_timed(kept, sampled, checked, timing.n, seeds, pristine, model, spec, req.tolerance)
         checks.record("timed_outputs", problem is None, problem or "")
         checks.steps.end("checked")
     except Failed as f:
@@ -360,6 +363,19 @@ def _kept(reply: dict[str, Any], outs: list[torch.Tensor]) -> list[Kept]:
                      returned=[str(r) for r in k["returned"]]) for k in reply["kept"]]  # fmt: skip
     except (KeyError, TypeError, ValueError, IndexError) as e:
         raise Failed("crashed", f"unreadable kept outputs from the kernel's process: {type(e).__name__}: {e}") from e
+
+
+def _sampled(reply: dict[str, Any], outs: list[torch.Tensor]) -> Sampled:
+    """The runner's samples of every timed repetition (``kernel_runner._Runner.time``), read strictly."""
+    try:
+        body = reply["sampled"]
+        reps = [SampledRep(rep=int(rep), changes=int(changes), seed=int(seed), returned=[str(r) for r in returned],
+                           shapes=[None if s is None else [int(d) for d in s] for s in shapes])
+                for rep, changes, seed, returned, shapes in body["reps"]]  # fmt: skip
+        return Sampled(reps, [None if i is None else outs[int(i)] for i in body["values"]])
+    except (KeyError, TypeError, ValueError, IndexError) as e:
+        why = f"unreadable samples from the kernel's process: {type(e).__name__}: {e}"
+        raise Failed("crashed", why) from e
 
 
 def _checked_call(
