@@ -33,7 +33,8 @@ def code_hash(source: str) -> str:
 
 
 def plan_round(state: BeamState, round_: int) -> list[Task]:
-    """Beam width x directions tasks, in a fixed order, so a resumed round plans the same task ids.
+    """A model's or a replay's round: beam width x directions tasks, in a fixed order, so a resumed round
+    plans the same task ids (the offline optimiser plans its own: ``beamsearch.optimiser``).
 
     While the beam holds fewer parents than its width (round 1 has only the input), the round's tasks are
     shared out over the parents there are, each taking more directions: every round keeps the

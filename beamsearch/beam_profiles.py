@@ -2,8 +2,8 @@
 
 The kernels a round keeps in the beam are the next round's parents, and a parent's tasks need its
 profile (the diagnosis, hence the proposals, come from it). Profiled after the round's selection, they
-held every GPU idle but the profiling ones: 27 % of the rounds' wall time on 2 x H200
-(docs/gpu-runs/2026-11-24-h200x2-profiles-in-the-tail). So once every task of the round is handed out,
+held every GPU idle but the profiling ones, for a large share of the rounds' wall time (the GPU run
+records say how much). So once every task of the round is handed out,
 each idle worker profiles a kernel the beam would keep if the round ended now (``next_job``, the
 pool's spare work). A kernel that later results push out of the beam was profiled for nothing (counted
 in the round's ``profiles_unused``); one that enters late is profiled when it does, so when the

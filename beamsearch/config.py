@@ -9,24 +9,37 @@ from __future__ import annotations
 import json
 import tomllib
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
 from beamsearch.schema import DType, Record, ShapeSet
 
+OFFLINE_MINUTES = 8.0  # the offline optimiser's default time budget: a round and the final re-timing fit after it
+
 
 class SearchConfig(Record):
     problem: str = Field(description="bundled problem name (or unique prefix) or a path to problem.py")
     kernel: str | None = Field(None, description="starting kernel; default: the problem's input_kernel.py")
-    out: str | None = Field(None, description="output folder; default: the problem's folder")
+    out: str | None = Field(None, description="output folder; default: a new runs/<problem>/<UTC time>/")
     rounds: int = Field(8, ge=1)
     workers: int = Field(0, ge=0, description="Ray actors; 0: one per GPU (or 2 on the CPU)")
     beam_width: int = Field(2, ge=1, description="kernels kept between rounds; 1 is greedy search")
-    directions: int = Field(2, ge=1, description="tasks per parent per round (bottlenecks, or tuner proposals); a round has beam width x "
-                            "directions tasks, shared out over fewer parents while the beam is short")
+    directions: int = Field(2, ge=1, description="tasks per parent per round with a model or a replay (bottlenecks, or recorded "
+                            "proposals); a round has beam width x directions tasks, shared out over fewer parents while "
+                            "the beam is short")
+    candidates_per_round: int = Field(0, ge=0, description="offline optimiser: candidates a round hands out, planned from "
+                                      "the searchers of the beam's knob spaces; 0: 4 per worker")
+    budget_candidates: int | None = Field(None, ge=1, description="the run stops after this many candidates (the last "
+                                          "round is cut to fit); none: no limit but the rounds")
+    budget_minutes: Annotated[float, Field(gt=0)] | Literal["auto"] | None = Field(
+        "auto", description="no round starts after this many minutes of the run (the round under way finishes, "
+        f"then the final re-timing); auto: {OFFLINE_MINUTES:g} for the offline optimiser (its default rounds then end "
+        "within 10 minutes on one GPU), none with a model or a replay; none: no limit")  # fmt: skip
+    sweep: bool = Field(False, description="offline optimiser: try every point of the starting kernel's knob space in "
+                        "order instead of searching it (the anchor a search is measured against; scripts/sweep.py)")
     llm: str | None = Field(None, description="litellm model string (openai/NAME for an OpenAI-compatible server, "
-                            "ollama/NAME, anthropic/NAME, ...); none: the offline tuner")
+                            "ollama/NAME, anthropic/NAME, ...); none: the offline optimiser")
     api_base: str | None = Field(None, description="the model server's address, with /v1 for OpenAI-compatible "
                                  "servers (http://127.0.0.1:8000/v1); none: the provider's default")
     api_key_env: str | None = Field(None, description="env var holding the model's API key (read by the driver, "
@@ -38,7 +51,7 @@ class SearchConfig(Record):
     max_tokens: int = Field(8192, ge=256, description="the most tokens a reply may have")
     on_model_lost: Literal["stop", "offline"] = Field("stop", description="when the model stops answering mid-run: "
                                                       "stop (exit 1, resumable with --resume) or go on with the "
-                                                      "offline tuner")
+                                                      "offline optimiser")
     replay: str | None = Field(None, description="a recorded trace folder to re-propose from, instead of a model")
     device: str = Field("auto", description="auto, cpu, cuda")
     shapes: Literal["auto"] | ShapeSet = "auto"
@@ -56,8 +69,11 @@ class SearchConfig(Record):
     address: str | None = Field(None, description="Ray cluster address; none: RAY_ADDRESS or a local Ray")
     quiet: bool = Field(False, description="JSON lines on stdout instead of the live display")
 
-    def out_dir(self, problem_folder: Path) -> Path:
-        return Path(self.out).expanduser().resolve() if self.out else problem_folder
+    def minutes_budget(self) -> float | None:
+        """``budget_minutes`` with auto resolved."""
+        if self.budget_minutes != "auto":
+            return self.budget_minutes
+        return None if self.llm or self.replay else OFFLINE_MINUTES
 
 
 def load_config_file(path: str | Path) -> dict:

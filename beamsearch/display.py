@@ -17,6 +17,9 @@ from rich.table import Table
 
 from beamsearch.state import RoundRecord, Summary, TaskResult
 
+# what a status means where its name alone may mislead
+_WHY = {"inconclusive": " (disturbed by other processes on the GPU)"}
+
 
 class Display:
     def __init__(self, quiet: bool, log: Callable[[dict], None], console: Console | None = None) -> None:
@@ -42,7 +45,8 @@ class Display:
         self.log(record)
         if self.quiet:
             print(json.dumps(record, default=str), file=sys.stdout, flush=True)
-        elif kind in ("start", "baseline", "retime", "interrupted", "resume", "worker_lost", "task_timeout", "model_lost"):
+        elif kind in ("start", "baseline", "retime", "retime_note", "interrupted", "resume", "worker_lost", "task_timeout",
+                      "model_lost"):
             self.console.print(f"[bold]{kind}[/]: " + ", ".join(f"{k}={_short(v)}" for k, v in data.items()))
         self._refresh()
 
@@ -70,9 +74,9 @@ class Display:
         if not self.quiet:
             best = f"{record.running_best_ms:.4f} ms" if record.running_best_ms else "-"
             x = f" ({speedup:.2f}x the input)" if speedup else ""
-            not_ok = ", ".join(f"{n} {status}" for status, n in sorted(self.not_ok.items())) or "none"
+            not_ok = ", ".join(f"{n} {status}{_WHY.get(status, '')}" for status, n in sorted(self.not_ok.items()))
             spent = f", {record.tokens} tokens (${record.cost_usd:.4f})" if record.tokens else ""
-            self.console.print(f"[bold]round {record.round}[/]: {record.ok}/{record.tasks} ok (not ok: {not_ok}), "
+            self.console.print(f"[bold]round {record.round}[/]: {record.ok}/{record.tasks} ok (not ok: {not_ok or 'none'}), "
                                f"best so far {best}{x}, {record.wall_s:.0f} s{spent}")  # fmt: skip
 
     def finish(self, summary: Summary) -> None:

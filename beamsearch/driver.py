@@ -4,10 +4,16 @@ The driver holds the beam and is the only writer of the trace. After every candi
 candidate's folder; after every round it writes the round's record and then state.json, the resume
 point. A resumed run (``--resume``) reloads state.json, reuses the finished candidates of the round that
 was cut short, and runs only the tasks that are missing.
+
+Without a model or a replay the round's candidates come from the offline optimiser (``Optimiser``): as
+many as the workers can take, planned here from the searchers of the beam's knob spaces, each result fed
+back to its searcher. The run stops after its rounds, its budget (candidates or minutes), or when every
+searcher's space is exhausted.
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from pathlib import Path
 
@@ -23,10 +29,13 @@ from beamsearch.beam import (
 from beamsearch.beam_profiles import BeamProfiles
 from beamsearch.display import Display
 from beamsearch.model_watch import ModelLost, ModelWatch
+from beamsearch.optimiser import PER_WORKER, Optimiser
 from beamsearch.pool import WorkerPool
+from beamsearch.problems import problem_sizes
 from beamsearch.schema import Kernel
 from beamsearch.state import BeamEntry, BeamState, FinalTiming, RoundRecord, Summary, Task, TaskResult
 from beamsearch.trace import TraceWriter
+from workers.proposers.searcher import Searcher
 
 
 class SearchError(RuntimeError):
@@ -41,6 +50,7 @@ class Driver:
         self.versions = versions
         self.session_start = time.time()
         self.model_watch = ModelWatch()
+        self.stop_reason = ""
 
     # ------------------------------------------------------------------------------------------- round 0
     def measure_start(self, kernel: Kernel) -> None:
@@ -77,19 +87,71 @@ class Driver:
 
     # ------------------------------------------------------------------------------------------- rounds
     def run_rounds(self) -> None:
-        for round_ in range(self.state.round + 1, self.state.config.rounds + 1):
-            self.run_round(round_)
+        config = self.state.config
+        self.stop_reason = f"{config.rounds} rounds done"
+        for round_ in range(self.state.round + 1, config.rounds + 1):
+            if spent := self._budget_spent():
+                self.stop_reason = spent
+                break
+            if not self.run_round(round_):
+                self.stop_reason = "every knob space is exhausted: no new candidate to try"
+                break
+        self.display.event("stop", after_round=self.state.round, reason=self.stop_reason)
 
-    def run_round(self, round_: int) -> None:
+    def _budget_spent(self) -> str:
+        """Why the run's budget allows no further round; empty while it does."""
+        config = self.state.config
+        minutes = config.minutes_budget()
+        if minutes is not None and self._elapsed() >= 60 * minutes:
+            return f"the budget of {minutes:g} minutes is spent ({self._elapsed() / 60:.1f} min)"
+        if config.budget_candidates is not None and self._candidates() >= config.budget_candidates:
+            return f"the budget of {config.budget_candidates} candidates is spent"
+        return ""
+
+    def _candidates(self) -> int:
+        return sum(r.tasks for r in self.state.rounds)
+
+    def _optimiser(self) -> Optimiser | None:
+        """The offline optimiser, from the saved state; None when a model or a replay proposes."""
+        state, config = self.state, self.state.config
+        if config.llm or config.replay:
+            return None
+        rounds_left = (config.rounds - state.round) * self._round_size(offline=True)
+        left = rounds_left if config.budget_candidates is None else min(rounds_left, config.budget_candidates - self._candidates())
+        # A sweep is the searcher's exhaustive strategy run to the end: every point but those above a learned
+        # resource limit, which would fail the same way.
+        make = functools.partial(Searcher, strategy="exhaustive") if config.sweep else Searcher
+        return Optimiser(state.optimiser, problem_sizes(state.spec.problem_path, state.spec.shapes), config.seed,
+                         budget=left, make=make)  # fmt: skip
+
+    def _round_size(self, offline: bool) -> int:
+        """Offline, as many candidates as the workers can take; else beam width x directions; cut to the
+        candidates the budget has left."""
+        config = self.state.config
+        size = (config.candidates_per_round or PER_WORKER * len(self.pool.workers)) if offline \
+            else config.beam_width * config.directions  # fmt: skip
+        if config.budget_candidates is not None:
+            size = min(size, config.budget_candidates - self._candidates())
+        return size
+
+    def run_round(self, round_: int) -> bool:
+        """One round; False (and nothing recorded) when it has no candidate to try."""
         start = time.time()
-        tasks = plan_round(self.state, round_)
-        done = {r.task_id: r for r in self.trace.finished_candidates(round_) if r.task_id in {t.id for t in tasks}}
+        optimiser = self._optimiser()
+        size = self._round_size(offline=optimiser is not None)
+        tasks = optimiser.plan(self.state, round_, size) if optimiser else plan_round(self.state, round_)[:size]
+        if not tasks:
+            return False
+        planned = {t.id: t for t in tasks}
+        done = {r.task_id: r for r in self.trace.finished_candidates(round_) if _same_task(planned.get(r.task_id), r)}
         todo = [t for t in tasks if t.id not in done]
         self.display.round_start(round_, len(tasks), reused=len(done))
         seen, fastest = dict(self.state.seen), dict(self.state.fastest_compiled)
         results = list(done.values())
         for r in results:
             mark_same_compiled(mark_duplicate(r, seen), fastest)
+            if optimiser:
+                optimiser.observe(r)
         profiles = BeamProfiles(self.state, round_, results, notify=self.display.event)
         config = self.state.config
 
@@ -106,14 +168,18 @@ class Driver:
             result = self._with_model_log(result)
             self._watch_model(result, round_)
             result = mark_same_compiled(mark_duplicate(result, seen), fastest)
+            if optimiser:
+                optimiser.observe(result)
             self.trace.write_candidate(result, self.problem)
             results.append(result)
             self.display.candidate(result)
             last_candidate_at = time.time()
-        self._finish_round(round_, results, profiles, seen, fastest, start, last_candidate_at)
+        self._finish_round(round_, results, profiles, seen, fastest, start, last_candidate_at, optimiser)
+        return True
 
     def _finish_round(self, round_: int, results: list[TaskResult], profiles: BeamProfiles, seen: dict[str, str],
-                      fastest: dict[str, tuple[str, float]], start: float, last_candidate_at: float) -> None:  # fmt: skip
+                      fastest: dict[str, tuple[str, float]], start: float, last_candidate_at: float,
+                      optimiser: Optimiser | None) -> None:  # fmt: skip
         """Select the beam (its kernels all profiled by now: ``BeamProfiles``), record the round, save."""
         state = self.state
         results.sort(key=lambda r: r.task_id)
@@ -133,14 +199,15 @@ class Driver:
             profile_wall_s=max(0.0, now - last_candidate_at) if profiled else 0.0,
             profile_s=sum(r.stage_s.get("profile", 0.0) for r in profiled), profiles=len(profiled),
             profiles_unused=profiles.unused(beam),
-            screened=sum(r.screened for r in results),
+            screened=sum(r.screened for r in results), inconclusive=sum(r.status == "inconclusive" for r in results),
             gpu_measure_s=sum(r.gpu_measure_s for r in results + profiled), tokens=sum(r.tokens for r in results),
             cost_usd=sum(r.cost_usd for r in results),
         )  # fmt: skip
         self.trace.write_round(record, best, self.problem)
         history = state.history + [a for a in map(attempt_of, results) if a is not None]
         self.state = state.model_copy(update={"round": round_, "beam": beam, "history": history, "seen": seen,
-                                              "fastest_compiled": fastest, "rounds": state.rounds + [record]})  # fmt: skip
+                                              "fastest_compiled": fastest, "rounds": state.rounds + [record],
+                                              "optimiser": optimiser.state() if optimiser else state.optimiser})  # fmt: skip
         self._save()
         self.display.round_end(record, self._speedup(record.running_best_ms))
 
@@ -159,7 +226,7 @@ class Driver:
 
     def _watch_model(self, result: TaskResult, round_: int) -> None:
         """A model lost mid-run stops the run before the task's result is written (a resumed run redoes
-        the task), or, with ``on_model_lost = "offline"``, hands the rest of the run to the tuner."""
+        the task), or, with ``on_model_lost = "offline"``, hands the rest of the run to the offline optimiser."""
         config = self.state.config
         why = self.model_watch.lost(result, config)
         if not why:
@@ -169,7 +236,9 @@ class Driver:
             raise ModelLost(f"the model stopped answering in round {round_}: {why}. The trace is consistent up to "
                             f"round {self.state.round}; once the model answers again, continue with "
                             f"--resume --out {self.trace.out} (or run with --on-model-lost offline)")  # fmt: skip
-        self.state = self.state.model_copy(update={"config": config.model_copy(update={"llm": None})})
+        # an "auto" minutes budget is resolved as with the model: the optimiser's own budget would end the run
+        offline = config.model_copy(update={"llm": None, "budget_minutes": config.minutes_budget()})
+        self.state = self.state.model_copy(update={"config": offline})
 
     # ------------------------------------------------------------------------------------------- the end
     def finish(self) -> Summary:
@@ -180,23 +249,29 @@ class Driver:
             finalists.append(state.input)
         retimed: list[FinalTiming] = self.pool.call("retime", state.spec, finalists) if finalists else []
         self.display.event("retime", timings=[t.model_dump() for t in retimed])
-        timed = [t for t in retimed if t.median_ms is not None]
-        best_t = min(timed, key=lambda t: t.median_ms, default=None)
+        notes = [t.note for t in retimed if t.note]
+        for note in notes:
+            self.display.event("retime_note", note=note)
+        # Only a re-timing that passed crowns: a failed one was retried alone (workers.task.final_timing).
+        timed = [t for t in retimed if t.crowned_ms is not None]
+        best_t = min(timed, key=lambda t: t.crowned_ms, default=None)
         best = next((e for e in finalists if best_t and e.id == best_t.id), None)
         input_t = next((t for t in retimed if t.id == "input"), None)
-        input_ms = input_t.median_ms if input_t and input_t.median_ms else (state.input.median_ms if state.input else None)
-        best_ms = best_t.median_ms if best_t else None
+        input_ms = input_t.crowned_ms if input_t and input_t.crowned_ms else (state.input.median_ms if state.input else None)
+        best_ms = best_t.crowned_ms if best_t else None
         by_label = {b.label: b.median_ms for b in state.baselines}
         floor_pct = 100.0 * state.floor.floor_ms / best_ms if state.floor and best_ms else None
         summary = Summary(
             problem=self.problem, config=state.config, spec=state.spec, versions=self.versions, gpu_name=state.gpu_name,
             baselines=state.baselines, input_ms=input_ms, floor=state.floor, rounds=state.rounds, final_retime=retimed,
+            retime_notes=notes,
             best_id=best.id if best else None, best_ms=best_ms, best_round=best.round if best else None,
             speedup_vs_input=_ratio(input_ms, best_ms), speedup_vs_eager=_ratio(by_label.get("eager"), best_ms),
             speedup_vs_compile=_ratio(by_label.get("compile"), best_ms), pct_of_floor=floor_pct,
             candidates=sum(r.tasks for r in state.rounds), candidates_ok=sum(r.ok for r in state.rounds),
             tokens=sum(r.tokens for r in state.rounds), cost_usd=sum(r.cost_usd for r in state.rounds),
             wall_s=self._elapsed(), gpu_measure_s=sum(r.gpu_measure_s for r in state.rounds),
+            stop_reason=self.stop_reason,
         )  # fmt: skip
         self.trace.write_final(summary, best.kernel.source if best else None)
         self.display.finish(summary)
@@ -213,6 +288,13 @@ class Driver:
         self.state = self.state.model_copy(update={"elapsed_s": self.state.elapsed_s + now - self.session_start})
         self.session_start = now
         self.trace.save_state(self.state)
+
+
+def _same_task(task: Task | None, result: TaskResult) -> bool:
+    """A finished candidate a resumed round may reuse: one of its planned tasks, with the planned kernel."""
+    if task is None:
+        return False
+    return task.kernel is None or (result.kernel is not None and result.kernel.hash == task.kernel.hash)
 
 
 def _ratio(base: float | None, ms: float | None) -> float | None:

@@ -75,7 +75,7 @@ class WorkerPool:
 
     def start_profiling(self) -> None:
         """Every worker starts ncu's process ahead: a profile job may go to any idle worker, and one
-        started cold waited 4 to 8 s for ncu, Python and torch (docs/gpu-runs/2026-11-24-h200x2-profiles-in-the-tail)."""
+        started cold waits for ncu, Python and torch to start (docs/scaling.md)."""
         ray.get([w.handle.start_profiling.remote() for w in self.workers], timeout=600)
 
     def call(self, method: str, *args: object, timeout_s: float = 3600.0) -> object:

@@ -6,9 +6,10 @@ This module only resolves paths; it never imports a problem (children do, see
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
-from beamsearch.schema import Record
+from beamsearch.schema import Record, ShapeSet
 
 ARTIFACTS_DIR = Path(__file__).resolve().parent.parent / "artifacts"
 PROBLEM_FILE = "problem.py"
@@ -61,3 +62,26 @@ def _ref(name: str, problem_path: Path) -> ProblemRef:
         problem_path=str(problem_path),
         input_kernel_path=str(kernel) if kernel.is_file() else None,
     )
+
+
+def problem_sizes(problem_path: str, shapes: ShapeSet) -> dict[str, int]:
+    """The problem's dimensions by name, read from its source without running it: the module's int
+    constants (``batch_size = 112``), and for the small shapes the ``SMALL_SHAPES`` dict over them.
+    Empty when the file does not parse. They bound the optimiser's block sizes."""
+    try:
+        tree = ast.parse(Path(problem_path).read_text())
+    except (OSError, SyntaxError, ValueError):
+        return {}
+    sizes: dict[str, int] = {}
+    small: dict[str, int] = {}
+    for node in tree.body:
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
+            continue
+        name, value = node.targets[0].id, node.value
+        if isinstance(value, ast.Constant) and type(value.value) is int and value.value > 0:
+            sizes[name] = value.value
+        elif name == "SMALL_SHAPES" and isinstance(value, ast.Dict):
+            small = {k.value: v.value for k, v in zip(value.keys, value.values, strict=True)
+                     if isinstance(k, ast.Constant) and isinstance(k.value, str)
+                     and isinstance(v, ast.Constant) and type(v.value) is int}  # fmt: skip
+    return sizes | small if shapes == "small" else sizes

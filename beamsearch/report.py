@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from beamsearch.convergence import Convergence, plot_convergence
+from beamsearch.optimiser import PER_WORKER
 from beamsearch.problems import ARTIFACTS_DIR, ProblemNotFound, resolve_problem
 from beamsearch.state import BeamState, RoundRecord, Summary, TaskResult
 from beamsearch.trace import (
@@ -256,9 +257,16 @@ def header_text(run: Run) -> str:
 
 def _config_line(run: Run) -> str:
     c = (run.summary or run.state).config
-    proposer = f"LLM `{c.llm}`" if c.llm else f"replay of `{c.replay}`" if c.replay else "offline tuner"
-    return (f"Search: {proposer}, beam width {c.beam_width}, {c.directions} directions per parent, "
-            f"{c.rounds} rounds planned, seed {c.seed}.")
+    stopped = f" Stopped: {run.summary.stop_reason}." if run.summary and run.summary.stop_reason else ""
+    if c.llm or c.replay:
+        proposer = f"LLM `{c.llm}`" if c.llm else f"replay of `{c.replay}`"
+        return (f"Search: {proposer}, beam width {c.beam_width}, {c.directions} directions per parent, "
+                f"{c.rounds} rounds planned, seed {c.seed}.{stopped}")  # fmt: skip
+    per_round = f"{c.candidates_per_round} candidates" if c.candidates_per_round else f"{PER_WORKER} candidates per worker"
+    if c.sweep:
+        return f"Sweep: every point of the starting kernel's knob space, {per_round} a round.{stopped}"
+    return (f"Search: offline optimiser, beam width {c.beam_width}, {per_round} a round, {c.rounds} rounds planned, "
+            f"seed {c.seed}.{stopped}")  # fmt: skip
 
 
 def rounds_table(run: Run) -> str:
@@ -270,13 +278,18 @@ def rounds_table(run: Run) -> str:
                      "`input`", "-", "-", "-"])  # fmt: skip
     for r, running in zip(run.rounds, running_best(run), strict=True):
         note = "" if r.ok else " (none passed)"
-        rows.append([str(r.round), str(r.tasks), f"{r.ok}{note}", str(r.failed), f"`{r.best_id}`" if r.best_id else "-",
+        failed = f"{r.failed}; {r.inconclusive} inconclusive" if r.inconclusive else str(r.failed)
+        rows.append([str(r.round), str(r.tasks), f"{r.ok}{note}", failed, f"`{r.best_id}`" if r.best_id else "-",
                      fmt_ms(r.best_ms), fmt_ms(running), fmt_x(_ratio(start, running)),
                      ", ".join(f"`{b}`" for b in r.beam) or "-", f"{r.wall_s:.0f}", str(r.tokens), f"{r.cost_usd:.2f}"])  # fmt: skip
     if not rows:
         return "No round recorded yet."
-    return md_table(head, rows) + ("\n\nTimes as measured during each round; the best ms above is from the "
+    text = md_table(head, rows) + ("\n\nTimes as measured during each round; the best ms above is from the "
                                    "side-by-side re-timing at the end.")
+    if any(r.inconclusive for r in run.rounds):
+        text += (" An inconclusive candidate's timing failed, alone too, only checks that other processes on the GPU "
+                 "can fail: it is not ranked, and not counted as failed.")  # fmt: skip
+    return text
 
 
 def running_best(run: Run) -> list[float | None]:
@@ -307,23 +320,30 @@ def best_round_text(run: Run) -> str:
             lines.append(f"Its change: {' '.join(result.kernel.note.split())}")
         folder = _candidate_dir(run, best_id)
         links = [f"[optimization_trace/round_{best_round}/]({TRACE_DIR}/round_{best_round}/)"]
-        if folder is not None:
+        if folder is not None and folder.name == best_id:
             links.append(f"[its candidate folder]({folder.relative_to(run.folder).as_posix()}/)")
         if (run.folder / BEST_KERNEL_FILE).is_file():
             links.append(f"[{BEST_KERNEL_FILE}]({BEST_KERNEL_FILE})")
         lines.append("Files: " + ", ".join(links) + ".")
     if run.summary and run.summary.final_retime:
-        lines += ["", "The beam and the input re-timed side by side at the end (the best is chosen here):", "",
-                  md_table(("kernel", "median ms", "status"),
-                           [[f"`{t.id}`", fmt_ms(t.median_ms), t.status] for t in run.summary.final_retime])]  # fmt: skip
+        lines += ["", "The beam and the input re-timed side by side at the end (the best is chosen here, among "
+                  "re-timings that passed; one that failed a check was timed again alone):", "",
+                  md_table(("kernel", "median ms", "status", "first re-timing failed"),
+                           [[f"`{t.id}`", fmt_ms(t.median_ms), t.status, t.retried_alone_after or "-"]
+                            for t in run.summary.final_retime])]  # fmt: skip
+        notes = [t.note for t in run.summary.final_retime if t.note]
+        lines += ["", *[f"- {note}" for note in notes]] if notes else []
     return "\n".join(lines)
 
 
 def _candidate_dir(run: Run, cand_id: str) -> Path | None:
+    """The candidate's own folder; in published results (no candidates/), the folder of the round it won."""
     trace = run.folder / TRACE_DIR
     if cand_id == "input":
         return trace / "input" if (trace / "input").is_dir() else None
-    return next(iter(sorted(trace.glob(f"round_*/candidates/{cand_id}"))), None)
+    found = next(iter(sorted(trace.glob(f"round_*/candidates/{cand_id}"))), None)
+    won = next((r.round for r in run.rounds if r.best_id == cand_id), None)
+    return found or (trace / f"round_{won}" if won is not None and (trace / f"round_{won}").is_dir() else None)
 
 
 def _best_result(run: Run) -> TaskResult | None:

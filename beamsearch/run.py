@@ -2,8 +2,12 @@
 
     python -m beamsearch.run --problem 43_Max_Pooling_3D --workers 4 --rounds 8
 
-With no model configured the offline tuner proposes; ``--llm MODEL`` asks a model through litellm;
-``--replay DIR`` re-proposes a recorded run's kernels. With no GPU the workers run Triton's interpreter
+With no model configured the offline optimiser searches the knob space of each beam kernel, as many
+candidates a round as the workers can take (``--candidates-per-round``), within ``--budget-candidates``
+and ``--budget-minutes``; ``--sweep`` tries every point of the starting kernel's space instead.
+``--llm MODEL`` asks a model through litellm; ``--replay DIR`` re-proposes a recorded run's kernels. Each
+run writes to a new folder ``runs/<problem>/<UTC time>/`` (or ``--out DIR``); ``python -m
+beamsearch.publish`` copies a finished run into ``artifacts/<problem>/``. With no GPU the workers run Triton's interpreter
 on the problem's small shapes. Ctrl-C (or a killed driver) leaves a consistent trace: ``--resume``
 continues after the last finished round, reusing the finished candidates of the round cut short.
 """
@@ -27,13 +31,16 @@ from beamsearch.display import Display
 from beamsearch.driver import Driver, SearchError
 from beamsearch.model_watch import ModelLost
 from beamsearch.problems import ProblemNotFound, resolve_problem
+from beamsearch.run_folders import NoRunFound, latest_run_dir, new_run_dir
 from beamsearch.schema import Kernel, RunSpec
 from beamsearch.state import BeamState
 from beamsearch.trace import TraceWriteError, TraceWriter
 
 CPU_WORKERS = 2
-RESUME_MAY_CHANGE = {"rounds", "quiet", "api_base", "api_key_env", "llm_timeout_s", "llm_retries", "llm_concurrency",
-                     "on_model_lost"}  # fmt: skip
+# Options a resumed run may change; the others are the run's own. More rounds or budget, the display, and how
+# to reach the model (a run stopped because its model went away resumes with the model's new address).
+RESUME_MAY_CHANGE = {"rounds", "quiet", "budget_minutes", "budget_candidates", "api_base", "api_key_env",
+                     "llm_timeout_s", "llm_retries", "llm_concurrency", "on_model_lost"}  # fmt: skip
 
 
 def parse_args(argv: list[str] | None) -> tuple[SearchConfig, bool, set[str]]:
@@ -42,10 +49,12 @@ def parse_args(argv: list[str] | None) -> tuple[SearchConfig, bool, set[str]]:
     fields = SearchConfig.model_fields
     p.add_argument("--problem", help=fields["problem"].description)
     p.add_argument("--config", help="a JSON or TOML file of options (same names, with underscores)")
-    p.add_argument("--resume", action="store_true", help="continue the run in --out after its last finished round")
+    p.add_argument("--resume", action="store_true", help="continue a run after its last finished round: the one in "
+                   "--out, else the problem's latest under runs/")  # fmt: skip
     for name in ("kernel", "out", "llm", "api_base", "replay", "device", "address"):
         p.add_argument(f"--{name.replace('_', '-')}", dest=name, default=None, help=fields[name].description)
-    for name in ("rounds", "workers", "beam_width", "directions", "seed", "refine_tries", "verify_per_gpu"):
+    for name in ("rounds", "workers", "beam_width", "directions", "candidates_per_round", "budget_candidates", "seed",
+                 "refine_tries", "verify_per_gpu"):
         p.add_argument(f"--{name.replace('_', '-')}", dest=name, type=int, default=None, help=fields[name].description)
     p.add_argument("--api-key-env", dest="api_key_env", default=None, help=fields["api_key_env"].description)
     for flag, name, kind in (("--llm-timeout", "llm_timeout_s", float), ("--llm-retries", "llm_retries", int),
@@ -62,6 +71,9 @@ def parse_args(argv: list[str] | None) -> tuple[SearchConfig, bool, set[str]]:
     p.add_argument("--no-profile", dest="profile", action="store_false", default=None, help="skip ncu")
     p.add_argument("--screen-ratio", dest="screen_ratio", type=float, default=None, help=fields["screen_ratio"].description)
     p.add_argument("--no-screen", action="store_true", help="time every candidate in full (screen_ratio none)")
+    p.add_argument("--budget-minutes", dest="budget_minutes", type=_minutes, default=None,
+                   help=fields["budget_minutes"].description + " (default auto)")
+    p.add_argument("--sweep", action="store_true", default=None, help=fields["sweep"].description)
     p.add_argument("--quiet", action="store_true", default=None, help=fields["quiet"].description)
     args = p.parse_args(argv)
     values: dict = {}
@@ -73,6 +85,8 @@ def parse_args(argv: list[str] | None) -> tuple[SearchConfig, bool, set[str]]:
     given = {k: v for k, v in vars(args).items() if k in fields and v is not None}
     if args.no_screen:
         given["screen_ratio"] = None
+    if args.budget_minutes == "none":
+        given["budget_minutes"] = None
     values |= given
     if "problem" not in values:
         if not (args.resume and "out" in values):
@@ -91,17 +105,19 @@ def main(argv: list[str] | None = None) -> int:
         problem = resolve_problem(config.problem)
     except ProblemNotFound as e:
         fail(str(e))
-    out = config.out_dir(Path(problem.problem_path).parent)
-    trace = TraceWriter(out)
+    out = _given_or_latest_out(config, problem.name, resume)  # None: a new folder, made once the options pass
     kernel = None if resume else _starting_kernel(config, problem)
-    previous = _previous_state(trace, resume, out)
-    if previous is not None:  # the run's own options hold, but for more rounds, the display and how to reach
-        # the model (a run stopped because its model went away resumes with the model's new address)
+    previous = _previous_state(TraceWriter(out), resume, out) if out else None
+    if previous is not None:  # the run's own options hold but those RESUME_MAY_CHANGE names
         config = previous.config.model_copy(update={k: getattr(config, k) for k in given & RESUME_MAY_CHANGE})
+    if config.sweep and (config.llm or config.replay):
+        fail("--sweep tries the offline optimiser's knob space: it takes no --llm or --replay")
     if config.replay and not Path(config.replay).is_dir():
         fail(f"--replay {config.replay}: not a folder")
     if config.llm:
         _preflight(config)
+    trace = TraceWriter(out or new_run_dir(problem.name))
+    print(f"run folder: {trace.out}", file=sys.stderr)
 
     import ray
 
@@ -160,7 +176,18 @@ def _search(config: SearchConfig, previous: BeamState | None, kernel: Kernel | N
         write_report(trace.out)
     except OSError as e:  # the search's own results are written; a report can be made later
         print(f"warning: no report ({e}); make it with: python -m beamsearch.report {trace.out}", file=sys.stderr)
+    print(f"results in {trace.out}; publish them with: python -m beamsearch.publish {trace.out}", file=sys.stderr)
     return 0 if summary.best_id else 1
+
+
+def _minutes(text: str) -> float | str:
+    """``--budget-minutes``: a number of minutes, ``auto``, or ``none`` for no limit."""
+    if text.lower() in ("none", "auto"):
+        return text.lower()
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected minutes, auto or none, got {text!r}") from None
 
 
 def _preflight(config: SearchConfig) -> None:
@@ -180,6 +207,18 @@ def _start_llm_service(config: SearchConfig) -> object:
     from workers.task import llm_config
 
     return start_llm_service(llm_config(config), os.environ.get(config.api_key_env) if config.api_key_env else None)
+
+
+def _given_or_latest_out(config: SearchConfig, problem: str, resume: bool) -> Path | None:
+    """--out as given; with --resume alone, the problem's latest run under runs/; else None (a new run)."""
+    if config.out:
+        return Path(config.out).expanduser().resolve()
+    if not resume:
+        return None
+    try:
+        return latest_run_dir(problem)
+    except NoRunFound as e:
+        fail(f"--resume: {e}")
 
 
 def _problem_of_run(out: Path) -> str:

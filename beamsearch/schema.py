@@ -118,7 +118,9 @@ class TimingResult(Record):
     traceback: str = ""
     checks: list[CheckResult] = Field([], description="checks of the timed target (kernels): harness intact, "
                                                       "no work left running, right output, clocks agree")
-    perturb_seed: int | None = Field(None, description="seed of the input elements changed between repetitions")
+    checked_reps: list[int] = Field([], description="the timed repetitions (0-based) whose outputs were "
+                                    "checked: kept whole at random after each call, or sampled after every call and "
+                                    "chosen by the judge afterwards (``workers.timed_outputs``)")
     sandbox: str = Field("", description="how the timed kernel's process was confined (Landlock), or why not")
     compiled_hash: str | None = Field(None, description="hash of the compiled Triton code one call launches "
                                       "(PTX less debug info, grids, arguments); None on CPU or when unknown")
@@ -130,7 +132,7 @@ class TimingResult(Record):
     @property
     def median_ms(self) -> float | None:
         """The time to rank by: only a timing that passed its checks has one. A failed timing's numbers
-        (a wrong answer after the timed calls, clocks that disagree) are kept as evidence, not as a time."""
+        (a wrong answer from a timed call, clocks that disagree) are kept as evidence, not as a time."""
         return self.timing.median_ms if self.status == "ok" and self.timing is not None else None
 
 

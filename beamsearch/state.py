@@ -24,6 +24,7 @@ from beamsearch.schema import (
     TimingResult,
     Verdict,
 )
+from beamsearch.search_records import KnobSpace, SearcherState
 from prompts.records import Reflection
 from workers.proposers.llm import Exchange
 
@@ -31,6 +32,8 @@ TaskStatus = Literal[
     "ok",  # verified and timed
     "rejected",  # failed verification (after any refinement)
     "not_timed",  # verified, but the timing failed
+    "inconclusive",  # verified; its timing failed, alone too, only checks other processes on the GPU can fail:
+    # not ranked, and not held against the kernel
     "no_proposal",  # the proposer had nothing new for this parent and direction
     "duplicate",  # same code (source, or compiled code and no faster) as a kernel already seen in this run
     "suspect",  # timed faster than the physical floor allows: not accepted
@@ -62,6 +65,8 @@ class Task(Record):
     history: list[Attempt] = Field([], description="earlier attempts of the run (hash, note, outcome, lesson)")
     screen_above_ms: float | None = Field(None, description="set as the task is handed out: a candidate slower than "
                                           "this cannot enter the beam, so its timing may stop early")
+    kernel: Kernel | None = Field(None, description="the candidate, when the driver made it (the offline optimiser's "
+                                  "point, rendered); none: the worker's proposer makes it (a model, a replay)")
 
 
 class VerifyTry(Record):
@@ -148,9 +153,36 @@ class RoundRecord(Record):
     profiles: int = Field(0, description="profile jobs: the beam's new kernels, and kernels pushed out after their job")
     profiles_unused: int = Field(0, description="of those, profiles of kernels the beam did not keep in the end")
     screened: int = Field(0, description="candidates whose timing stopped early: too slow to enter the beam")
+    inconclusive: int = Field(0, description="candidates whose timing failed, alone too, only checks other processes "
+                              "on the GPU can fail: not ranked, not failed")
     gpu_measure_s: float = 0.0
     tokens: int = 0
     cost_usd: float = 0.0
+
+
+class Outcome(Record):
+    """What a kernel came to, as the offline optimiser learns it: a time, or a failure's text."""
+
+    time_ms: float | None = None
+    failure: str | None = None
+
+
+class SpaceSearch(Record):
+    """One searcher of the offline optimiser: over the knob space of ``root``, and what it has learned."""
+
+    root_id: str = Field(description="the candidate whose kernel is the space's start")
+    root: Kernel
+    space: KnobSpace
+    budget: int | None = Field(None, description="the candidates the run meant to spend when the search began")
+    searcher: SearcherState
+
+
+class OptimiserState(Record):
+    """The offline optimiser's part of the resume point."""
+
+    searches: dict[str, SpaceSearch] = Field({}, description="by the root kernel's hash")
+    outcomes: dict[str, Outcome] = Field({}, description="normalised-code hash -> what that kernel came to, so a "
+                                         "point whose kernel was already measured is told, not run again")
 
 
 class BeamState(Record):
@@ -165,6 +197,7 @@ class BeamState(Record):
     baselines: list[Baseline] = []
     floor: Floor | None = None
     history: list[Attempt] = []
+    optimiser: OptimiserState = OptimiserState()
     seen: dict[str, str] = Field({}, description="normalised-code hash -> id of the first candidate with it")
     fastest_compiled: dict[str, tuple[str, float]] = Field(
         {}, description="compiled-code hash -> (id, ms) of the fastest candidate that launches that code")
@@ -175,9 +208,32 @@ class BeamState(Record):
 
 
 class FinalTiming(Record):
+    """One finalist's re-timing. Only one whose status is ``ok`` has a time and can be crowned: a re-timing
+    that failed is taken again alone (``retried_alone_after`` keeps the first failure), and a kernel whose
+    time alone fails too keeps no time."""
+
     id: str
     median_ms: float | None
-    status: str
+    status: str = Field(description="ok; failed: <reason>; or inconclusive: <reason> (failed alone only checks "
+                        "other processes on the GPU can fail: not ranked, not held against the kernel)")
+    medians_ms: list[float] = Field([], description="the passing re-timings' medians (the interleaved ones and "
+                                    "the one alone), of which median_ms is the median")
+    retried_alone_after: str = Field("", description="the first re-timing that failed: status and reason")
+
+    @property
+    def crowned_ms(self) -> float | None:
+        """The time the finalist competes with: only a re-timing that passed (alone, after any failure)."""
+        return self.median_ms if self.status == "ok" else None
+
+    @property
+    def note(self) -> str:
+        """What happened to a finalist whose re-timing did not simply pass; empty when it did."""
+        if not self.retried_alone_after:
+            return "" if self.status == "ok" else f"{self.id}: {self.status}; not crowned"
+        first = f"{self.id}: a re-timing failed ({self.retried_alone_after}); timed again alone, "
+        if self.crowned_ms is not None:
+            return first + f"it passed: {self.crowned_ms:.4g} ms counts"
+        return first + f"{self.status}; not crowned"
 
 
 class Summary(Record):
@@ -191,6 +247,8 @@ class Summary(Record):
     floor: Floor | None = None
     rounds: list[RoundRecord]
     final_retime: list[FinalTiming] = Field([], description="the beam re-timed side by side at the end")
+    retime_notes: list[str] = Field([], description="finalists whose re-timing failed: retried alone, and how "
+                                    "that went (``FinalTiming.note``)")
     best_id: str | None
     best_ms: float | None
     best_round: int | None
@@ -204,3 +262,4 @@ class Summary(Record):
     cost_usd: float
     wall_s: float
     gpu_measure_s: float
+    stop_reason: str = Field("", description="why the search stopped: its rounds, its budget, or no candidate left")

@@ -18,18 +18,19 @@ import triton
 from beamsearch.schema import ProfiledCall, ProfileRequest
 from workers.binding import bind, model_values
 from workers.child_process import serve, use_one_work_queue
-from workers.gpu_lock import gpu_lock
+from workers.gpu_lock import gpu_in_use, gpu_lock
 from workers.problem_instance import instantiate, load_kernel_function, load_problem_module, select_device
 from workers.steps import Steps
 
 
 def profile_one_call(req: ProfileRequest, steps: Steps) -> ProfiledCall:
     select_device(req.spec)
-    instance = instantiate(load_problem_module(req.spec), req.spec, req.seed)
-    steps.end("inputs")
-    call = bind(load_kernel_function(req.kernel_path), instance.inputs, model_values(instance.model))
-    launched: list[str] = []
-    with torch.no_grad():
+    # The GPU's use, shared like every GPU job's (set aside while profiling): others' timings wait for it.
+    with gpu_in_use(req.spec.device, req.lock_dir), torch.no_grad():
+        instance = instantiate(load_problem_module(req.spec), req.spec, req.seed)
+        steps.end("inputs")
+        call = bind(load_kernel_function(req.kernel_path), instance.inputs, model_values(instance.model))
+        launched: list[str] = []
         call()  # compile and warm up, not profiled
         torch.cuda.synchronize()
         steps.end("first_call")

@@ -18,8 +18,8 @@ from profiling.metrics import COMPUTE_SOL, DRAM_SOL, MEMORY_SOL, TENSOR_INST, TE
 DEFAULT_UNDERUTILIZED_BELOW_PCT = 60.0
 DEFAULT_AT_ROOFLINE_PCT = 90.0
 SUSPECT_MARGIN = 0.9  # faster than 90 % of the floor is beyond measurement error and peak uncertainty
-# Kernels with no matrix instructions still show a trace on the tensor pipe (0.02 to 0.14 % measured
-# on an H200 for our RMSNorm and conv inputs): tensor cores count as used from 1 % of peak cycles.
+# Kernels with no matrix instructions still show a trace on the tensor pipe (a fraction of a percent,
+# docs/profiling.md): tensor cores count as used from 1 % of peak cycles.
 TENSOR_CORES_MIN_PCT = 1.0
 
 

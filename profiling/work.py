@@ -48,7 +48,7 @@ def problem_floor(spec: RunSpec, device_name: str) -> Floor:
 
 
 def _kind(source: str) -> str:
-    """'measured 2026-11-21' or 'datasheet' (the document's name stays in Peaks.source)."""
+    """'measured <date>' or 'datasheet' (the document's name stays in Peaks.source)."""
     return source.split(":")[0]
 
 

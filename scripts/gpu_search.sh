@@ -4,7 +4,8 @@
 #   bash scripts/gpu_search.sh all-gpus "43" 8 4            # one problem, workers spread over all GPUs
 # Each run writes its trace to $OUT/runs/<mode>-<problem>/ and its console to <...>.log; everything is
 # packed into $OUT/<mode>.tgz (the device tool returns few files). LIMIT_S bounds each run (default 520 s);
-# a run cut short keeps a consistent trace that `--resume` continues.
+# a run cut short keeps a consistent trace that `--resume` continues. Publish a finished run into
+# artifacts/ with: python -m beamsearch.publish RUN_DIR [--force]
 set -u
 MODE=$1; PROBLEMS=$2; ROUNDS=${3:-8}; WORKERS=${4:-4}; LIMIT_S=${LIMIT_S:-520}
 OUT=${OUT:-/tmp/out}; RUNS=$OUT/runs; mkdir -p "$RUNS"

@@ -12,7 +12,8 @@ of the rounds' wall time after their last candidate, when only profiles of the b
 (profiles taken while tasks ran are not in it; runs before 2026-11-24 profiled only after the round,
 so their share is all of the profiling); `unused profiles`, those of kernels the beam did not keep
 after all; `screened`, candidates whose timing stopped after its first repetitions, too slow to enter
-the beam; `locked s/full timing` and `locked s/screened timing`, the mean seconds a timing held the lock.
+the beam; `retried alone`, timings that failed a check other processes can fail and were taken again
+with the GPU to itself, and `inconclusive`, those that failed alone too; `locked s/full timing` and `locked s/screened timing`, the mean seconds a timing held the lock.
 Near 100 % together, the GPU's measurement is the limit; far below, the GPU mostly waits on processes
 starting, compiles and checks.
 
@@ -74,6 +75,9 @@ def stats(run: Path, gpus: int, rounds: list[RoundRecord], results: list[TaskRes
         "profiling share %": 100 * sum(r.profile_wall_s for r in rounds) / search_s,
         "unused profiles": sum(r.profiles_unused for r in rounds),
         "screened": sum(r.screened for r in results),
+        # Timings a neighbour's GPU work disturbed: taken again alone, and those that failed alone too.
+        "retried alone": sum(bool(r.timing and r.timing.retried_alone_after) for r in results),
+        "inconclusive": sum(r.status == "inconclusive" for r in results),
         "locked s/full timing": _mean([locked_s(r) for r in results if locked_s(r) and not r.screened]),
         "locked s/screened timing": _mean([locked_s(r) for r in results if locked_s(r) and r.screened]),
         **{f"{k} s/cand": v / max(1, n) for k, v in sorted(stage_s.items())},

@@ -140,21 +140,37 @@ CASES: list[Case] = [
     _v("huge_allocation.py", "asks for a terabyte", "runtime_error", None, "allocate", "out of memory"),
     # timing
     Case("adversarial/detects_guard.py", "honest only under a dispatch mode (only when verified)", "time",
-         Expect("failed", "output_after_timing", ("wrong answer",))),
+         Expect("failed", "timed_outputs", ("wrong answer",))),
     Case("adversarial/patches_cuda_event.py", "fake CUDA event times", "time",
          Expect("failed", "harness_intact", ("torch.cuda.Event",))),
     Case("adversarial/forges_result.py", "forges the timing result and exits", "time",
-         Expect("crashed", None, ("not written by the harness",))),
+         Expect("crashed", None, ("exited with status 0",))),
     Case("adversarial/background_thread.py", "does the timed work in a thread", "time",
          Expect("failed", "background_work", ("thread",))),
     Case("adversarial/stale_buffer.py", "skips half the work when inputs look repeated", "time",
-         Expect("failed", "output_after_timing", ("wrong answer",))),
+         Expect("failed", "timed_outputs", ("wrong answer",))),
     Case("adversarial/side_stream.py", "work on a side stream escapes the call's stream", "time", None,
          gpu=Expect("failed", "current_stream", ("another stream",)), gpu_shapes="full"),
+    # telling a timed call from a checked one (issue 20): each passed verification and its timing before
+    # the timed repetitions' own outputs were checked; now a few, chosen after each call returned, are
+    *[Case(f"adversarial/{kernel}", cheat, stage, Expect("failed", "timed_outputs", ("timed repetition",)))
+      for kernel, cheat in [("timed_by_stack.py", "half the work while a timing loop's frame is on its stack"),
+                            ("counts_calls.py", "half the work in a window of calls the timed repetitions fill"),
+                            ("timing_gap.py", "half the work when called within 1.5 ms of its previous call"),
+                            ("stale_when_timed.py", "its previous answer, no work, when called back to back"),
+                            ("every_other_call.py", "half the work on every other unobserved call")]
+      for stage in ("time", "search")],
+    # at full size one full copy is kept (3.76 GB of output): the samples of every repetition catch what it
+    # misses (timing_gap passed the bench path on an H100 when its one kept repetition was an honest one)
+    *[Case(f"adversarial/{kernel}", f"{cheat}, at full size", "time", None,
+           gpu=Expect("failed", "timed_outputs", ("timed repetition",)), label=f"{Path(kernel).stem}_full",
+           gpu_shapes="full", timeout_s=300.0)
+      for kernel, cheat in [("timing_gap.py", "half the work when called within 1.5 ms of its previous call"),
+                            ("every_other_call.py", "half the work on every other unobserved call")]],
     # the search's path: verified, then timed in the kernel's process (what a failure there looks like)
     Case("adversarial/honest.py", "control: verified, then timed in its process", "search", Expect("ok", None, ())),
     Case("adversarial/detects_guard.py", "honest only under a dispatch mode, timed after verification", "search",
-         Expect("failed", "output_after_timing", ("wrong answer",))),
+         Expect("failed", "timed_outputs", ("wrong answer",))),
     Case("adversarial/side_stream.py", "work on a side stream, timed after verification", "search", None,
          gpu=Expect("failed", "current_stream", ("another stream",)), gpu_shapes="full"),
 ]

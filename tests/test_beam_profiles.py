@@ -78,8 +78,10 @@ def _driver(tmp_path, pool: ScriptedPool, device: str = "cuda") -> Driver:
     profiled_input = Profile(available=True, duration_s=1.0)
     entry = BeamEntry(id="input", kernel=Kernel(source="def kernel_function(x):\n    return x\n", origin="input"),
                       median_ms=5.0, round=0, profile=profiled_input)  # fmt: skip
-    state = BeamState(config=SearchConfig(problem="p", beam_width=3, directions=2, rounds=1), problem="p", spec=spec,
-                      beam=[entry], input=entry)  # fmt: skip
+    # A replay's round: beam width x directions tasks, planned without the offline optimiser's knob spaces
+    # (the scripted pool answers them; nothing reads the recorded run).
+    config = SearchConfig(problem="p", beam_width=3, directions=2, rounds=1, replay="/recorded/run")
+    state = BeamState(config=config, problem="p", spec=spec, beam=[entry], input=entry)
     events: list[dict] = []
     return Driver(state, pool, TraceWriter(tmp_path), Display(True, events.append), "p", {})
 

@@ -67,16 +67,26 @@ def _back_again(prompt: str) -> Reply:
     return Reply("OK" if "Reply with the word OK" in prompt else "BACK-AGAIN, but no code")
 
 
-def test_a_model_lost_mid_run_hands_the_rest_to_the_tuner(tmp_path) -> None:
-    out, done = lost_model_run(tmp_path, "--on-model-lost", "offline")
+def test_a_model_lost_mid_run_hands_the_rest_to_the_offline_optimiser(tmp_path) -> None:
+    out, done = lost_model_run(
+        tmp_path, "--on-model-lost", "offline", "--rounds", "2", "--candidates-per-round", "1"
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     lost = [e for e in _events(done.stdout.splitlines()) if e["event"] == "model_lost"]
     assert lost and lost[0]["action"] == "offline" and "unreachable" in lost[0]["reason"]
-    folder = out / "optimization_trace/round_1/candidates"
-    first = TaskResult.model_validate_json((folder / "r1-t0/result.json").read_text())
-    second = TaskResult.model_validate_json((folder / "r1-t1/result.json").read_text())
+    trace = out / "optimization_trace"
+    first = TaskResult.model_validate_json((trace / "round_1/candidates/r1-t0/result.json").read_text())
+    second = TaskResult.model_validate_json((trace / "round_1/candidates/r1-t1/result.json").read_text())
     assert first.status == "no_proposal" and "no reply" in first.reason
-    assert second.kernel is not None and second.kernel.origin == "tuner" and not second.exchanges
+    assert second.status == "no_proposal" and "model was lost" in second.reason and not second.exchanges
+    # the round after is the offline optimiser's (its time budget is the run's as it was with the model)
+    planned = [
+        TaskResult.model_validate_json(p.read_text()) for p in trace.glob("round_2/candidates/*/result.json")
+    ]
+    assert len(planned) == 1, planned
+    assert planned[0].kernel is not None and planned[0].kernel.origin == "tuner" and not planned[0].exchanges
+    state = BeamState.model_validate_json((out / "state.json").read_text())
+    assert state.config.llm is None and state.config.budget_minutes is None and state.optimiser.searches
 
 
 def _slow_model(prompt: str) -> Reply | Slow:

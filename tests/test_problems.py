@@ -27,9 +27,20 @@ FULL_INPUT_SHAPES = {
 }
 
 
-def test_the_five_problems_are_bundled_with_input_kernels() -> None:
-    assert bundled_problem_names() == FIVE
-    for name in FIVE:
+DEV_SET = [
+    "2_Standard_matrix_multiplication_",
+    "24_LogSoftmax",
+    "26_GELU_",
+    "35_GroupNorm_",
+    "41_Max_Pooling_1D",
+    "48_Mean_reduction_over_a_dimension",
+    "89_cumsum",
+]
+
+
+def test_the_bundled_problems_come_with_input_kernels() -> None:
+    assert bundled_problem_names() == sorted(FIVE + DEV_SET)
+    for name in FIVE + DEV_SET:
         assert resolve_problem(name).input_kernel_path is not None
 
 

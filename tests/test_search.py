@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -35,8 +36,13 @@ def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
                           timeout=timeout, cwd=ROOT, env=_env())  # fmt: skip
 
 
+# Marks every process a run of this test session starts (see runs_verify_children).
+RUN_TAG = f"BEAMSEARCH_TEST_RUN={os.getpid()}-{uuid.uuid4().hex}".encode()
+
+
 def _env() -> dict[str, str]:
-    return {**os.environ, "RAY_AUTH_MODE": "disabled", "PYTHONPATH": str(ROOT), "OPENAI_API_KEY": "sk-test"}
+    tag, _, value = RUN_TAG.decode().partition("=")
+    return {**os.environ, "RAY_AUTH_MODE": "disabled", "PYTHONPATH": str(ROOT), "OPENAI_API_KEY": "sk-test", tag: value}
 
 
 def check_trace(out: Path, rounds: int) -> tuple[Summary, dict[str, TaskResult]]:
@@ -84,7 +90,8 @@ def test_tuner_run_survives_a_killed_worker_and_a_killed_driver(tmp_path) -> Non
     """Kill a worker mid-round 1 (its task is retried), kill the driver mid-round 2, resume: nothing lost
     or repeated, and the run ends with a correct summary."""
     out = tmp_path / "run"
-    args = ["--problem", PROBLEM, "--kernel", str(START), "--out", str(out), "--rounds", "3", "--workers", "2", "--quiet"]
+    args = ["--problem", PROBLEM, "--kernel", str(START), "--out", str(out), "--rounds", "3", "--workers", "2",
+            "--candidates-per-round", "4", "--quiet"]  # fmt: skip
     proc = subprocess.Popen([sys.executable, "-m", "beamsearch.run", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, cwd=ROOT, env=_env(), start_new_session=True)  # fmt: skip
     lines: list[str] = []
@@ -111,7 +118,7 @@ def test_tuner_run_survives_a_killed_worker_and_a_killed_driver(tmp_path) -> Non
     lost = [e for e in events if e["event"] == "worker_lost"]
     assert lost and lost[0]["retried"], events
     round1 = [e for e in events if e["event"] == "candidate" and e["id"].startswith("r1-")]
-    assert len(round1) == 4 and all(e["status"] != "failed" for e in round1), round1  # 2 x 2, from the input
+    assert len(round1) == 4 and all(e["status"] != "failed" for e in round1), round1  # from the input's space
 
     state = BeamState.model_validate_json((out / "state.json").read_text())
     assert state.round == 1
@@ -181,34 +188,45 @@ def test_llm_run_refines_times_out_and_records_every_exchange(tmp_path) -> None:
 
 
 def _orphans(patience_s: float = 60.0) -> list[str]:
-    """Verification children still alive ``patience_s`` after the run that are not this test process's
-    own spares (earlier tests in this process keep pre-started spares). The run's spares that were still
-    importing when it ended exit once they read the closed stdin, seconds later on a loaded machine; the
-    hung kernel's child would spin forever."""
+    """Verification children of this test's runs still alive ``patience_s`` after the run. The run's
+    spares that were still importing when it ended exit once they read the closed stdin, seconds later
+    on a loaded machine; the hung kernel's child would spin forever. Other beamsearch runs on the
+    machine, and this test process's own pre-started spares, are not counted."""
     deadline = time.monotonic() + patience_s
-    while (left := _foreign_verify_children()) and time.monotonic() < deadline:
+    while (left := runs_verify_children()) and time.monotonic() < deadline:
         time.sleep(1)
     return left
 
 
-def _foreign_verify_children() -> list[str]:
-    parents: dict[int, int] = {}
-    commands: dict[int, str] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
+def runs_verify_children() -> list[str]:
+    """``workers.verify_child`` processes started by a ``run_cli`` of this test session. Ray's workers
+    and their children outlive the run and are re-parented, so they are found by the RUN_TAG that
+    ``_env`` puts into the run's environment (and every process under it inherits), not by parentage."""
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
         try:
-            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-            commands[int(stat.parent.name)] = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            command = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            if "workers.verify_child" in command and RUN_TAG in (proc / "environ").read_bytes().split(b"\0"):
+                found.append(f"{proc.name} {command}")
         except (OSError, ValueError):
-            continue
+            continue  # exited meanwhile, or another user's
+    return found
 
-    def mine(pid: int) -> bool:
-        while pid > 1:
-            if pid == os.getpid():
-                return True
-            pid = parents.get(pid, 0)
-        return False
 
-    return [f"{pid} {cmd}" for pid, cmd in commands.items() if "workers.verify_child" in cmd and not mine(pid)]
+def test_only_this_sessions_runs_count_as_orphans() -> None:
+    """A verification child of another run on the machine (no tag) is not this test's orphan; one that
+    carries this session's tag is, even with no parent of ours."""
+    sleeper = [sys.executable, "-c", "import time; time.sleep(60)", "workers.verify_child"]
+    foreign = subprocess.Popen(sleeper, env={**os.environ, "BEAMSEARCH_TEST_RUN": "another-session"})
+    ours = subprocess.Popen(sleeper, env=_env())
+    try:
+        found = runs_verify_children()
+        assert [line.split()[0] for line in found] == [str(ours.pid)], found
+    finally:
+        for proc in (foreign, ours):
+            proc.kill()
+            proc.wait()
+    assert runs_verify_children() == []
 
 
 def test_a_run_on_a_two_node_cluster(tmp_path, monkeypatch) -> None:
@@ -221,7 +239,7 @@ def test_a_run_on_a_two_node_cluster(tmp_path, monkeypatch) -> None:
     try:
         out = tmp_path / "cluster"
         done = run_cli("--problem", PROBLEM, "--kernel", str(START), "--out", str(out), "--rounds", "1",
-                       "--workers", "2", "--directions", "2", "--address", cluster.address, "--quiet")  # fmt: skip
+                       "--workers", "2", "--candidates-per-round", "4", "--address", cluster.address, "--quiet")  # fmt: skip
     finally:
         cluster.shutdown()
     assert done.returncode == 0, done.stderr[-3000:]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from beamsearch.config import SearchConfig
-from beamsearch.schema import Kernel, RunSpec, Timing, TimingResult, Verdict
+from beamsearch.schema import CheckResult, Kernel, RunSpec, Timing, TimingResult, Verdict
 from beamsearch.state import BeamEntry, Task
 from tests.conftest import DATA
 from workers import task as task_module
@@ -22,14 +22,26 @@ def _timing(status: str, ms: float, screened_above_ms: float | None = None) -> T
                         timing=t)  # fmt: skip
 
 
-def _run(monkeypatch, timing: TimingResult):
+PLANNED = Kernel(source=START.read_text().replace("BLOCK_R = 4", "BLOCK_R = 8"), origin="tuner", note="BLOCK_R 4 -> 8")
+
+
+def _run(monkeypatch, timing: TimingResult, kernel: Kernel | None = PLANNED):
     passed = Verdict(passed=True, status="ok", reason="all checks passed", kernel_path="k.py")
-    monkeypatch.setattr(task_module, "verify_candidate", lambda *a, **k: passed)
+    verified: list[str] = []
+
+    def verify(spec, path, *args, **kwargs):
+        verified.append(open(path).read())
+        return passed
+
+    monkeypatch.setattr(task_module, "verify_candidate", verify)
     monkeypatch.setattr(task_module, "time_candidate", lambda *a, **k: timing)
     spec = RunSpec(problem_path=str(DATA / "scale_rows_problem.py"), shapes="small", device="cpu")
     parent = BeamEntry(id="input", kernel=Kernel(source=START.read_text(), origin="input"), median_ms=5.0, round=0)
-    task = Task(id="r1-t0", round=1, direction=0, parent=parent, spec=spec, config=SearchConfig(problem="p"))
-    return run_task(task, WorkerContext("w0"))
+    task = Task(id="r1-t0", round=1, direction=0, parent=parent, spec=spec, config=SearchConfig(problem="p"),
+                kernel=kernel)  # fmt: skip
+    result = run_task(task, WorkerContext("w0"))
+    assert verified == ([kernel.source] if kernel else [])
+    return result
 
 
 @pytest.mark.parametrize("screened", [None, 0.5])
@@ -37,7 +49,7 @@ def test_a_timing_that_failed_its_checks_is_not_ranked_whatever_its_numbers(monk
     """The judge keeps a failed timing's numbers as evidence (here 1 ms, 5x the parent): the candidate is
     not_timed, with no time to rank by, whether or not the timing says it stopped early."""
     result = _run(monkeypatch, _timing("failed", 1.0, screened))
-    assert result.kernel is not None, result.reason  # the tuner proposed, so the timing was reached
+    assert result.kernel == PLANNED, result.reason  # the driver's kernel was verified, so the timing was reached
     assert result.status == "not_timed" and result.median_ms is None and not result.screened
     assert "output_after_timing" in result.reason and "stopped" not in result.reason
 
@@ -46,3 +58,41 @@ def test_a_screened_timing_that_passed_is_ranked_and_says_it_stopped_early(monke
     result = _run(monkeypatch, _timing("ok", 9.0, screened_above_ms=6.0))
     assert result.status == "ok" and result.median_ms == 9.0 and result.screened
     assert "timing stopped after 10 repetitions" in result.reason
+
+
+def _contended(check: str) -> TimingResult:
+    failed = _timing("failed", 0.5).model_copy(update={"reason": f"{check}: d"})
+    return failed.model_copy(update={"checks": [CheckResult(name=check, passed=False, detail="d")]})
+
+
+@pytest.mark.parametrize(("alone", "status"), [("current_stream", "inconclusive"), ("clocks_agree", "inconclusive"),
+                                               ("output_after_timing", "not_timed")])  # fmt: skip
+def test_a_timing_disturbed_twice_is_inconclusive_not_a_failure(monkeypatch, tmp_path, alone, status) -> None:
+    """On a GPU, a timing failed only by a check other processes can fail is taken again alone; failed the
+    same way alone (another user's job takes no lock), the candidate is inconclusive: not ranked, and not
+    a failure of the kernel. A wrong answer alone is the kernel's own: not_timed."""
+    monkeypatch.setenv("BEAMSEARCH_LOCK_DIR", str(tmp_path))  # gpu_memory's files; no CUDA is opened
+    first = _contended("current_stream")
+    passed = Verdict(passed=True, status="ok", reason="all checks passed", kernel_path="k.py", timing=first)
+    monkeypatch.setattr(task_module, "verify_candidate", lambda *a, **k: passed)
+    tried: list[bool] = []
+    monkeypatch.setattr(task_module, "time_target", lambda spec, path, exclusive=False, **k: tried.append(exclusive)
+                        or _contended(alone))  # fmt: skip
+    spec = RunSpec(problem_path=str(DATA / "scale_rows_problem.py"), shapes="small", device="cuda")
+    parent = BeamEntry(id="input", kernel=Kernel(source=START.read_text(), origin="input"), median_ms=5.0, round=0)
+    config = SearchConfig(problem="p", profile=False)
+    task = Task(id="r1-t0", round=1, direction=0, parent=parent, spec=spec, config=config, kernel=PLANNED)
+    result = run_task(task, WorkerContext("w0"))
+    assert tried == [True] and result.status == status and result.median_ms is None
+    assert result.timing.retried_alone_after == "failed: current_stream: d" and f"{alone}: d" in result.reason
+    if status == "inconclusive":
+        assert "not held against the kernel" in result.reason
+
+
+def test_the_driver_planned_kernel_is_the_candidate_and_a_task_without_one_offline_has_none(monkeypatch) -> None:
+    """The offline optimiser's task carries its kernel, which is what the worker verifies and times; a task
+    with no kernel and neither a model nor a replay proposes nothing (the worker has no tuner of its own)."""
+    ok = _run(monkeypatch, _timing("ok", 2.5))
+    assert ok.status == "ok" and ok.kernel == PLANNED and ok.median_ms == 2.5
+    none = _run(monkeypatch, _timing("ok", 2.5), kernel=None)
+    assert none.status == "no_proposal" and none.kernel is None and "driver planned" in none.reason

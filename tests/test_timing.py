@@ -7,12 +7,34 @@ import subprocess
 import sys
 import time
 
+import pytest
 import torch
 
-from beamsearch.schema import RunSpec, TimingKnobs
+from beamsearch.schema import (
+    DEFAULT_TOLERANCES,
+    RunSpec,
+    TimingKnobs,
+    TimingRequest,
+    TimingResult,
+    VerifyRequest,
+)
 from tests.conftest import KERNELS
-from workers.clock import InputNudger, clock_disagreement, measure, timing_checks
+from workers import timed_outputs
+from workers.clock import clock_disagreement, measure, timing_checks
 from workers.gpu_lock import device_key, gpu_lock
+from workers.problem_instance import instantiate, load_problem_module
+from workers.timed_outputs import (
+    NUDGED_FRACTION,
+    InputNudger,
+    Kept,
+    KeptOutputs,
+    Sampled,
+    SampledOutputs,
+    changed_inputs,
+    choose_checked,
+    sample_positions,
+    wrong_timed,
+)
 from workers.timing import time_target
 from workers.verify import verify_kernel
 
@@ -27,9 +49,9 @@ def test_kernel_and_eager_are_timed_the_same_way_and_labelled_cpu(scale_spec: Ru
         assert t.n >= 3 and t.min_ms <= t.median_ms and t.std_ms >= 0 and t.dtype == "bf16"
     assert kernel.timing.method == eager.timing.method
     # A kernel file is checked around its timing; the built-in targets are not.
-    assert {c.name for c in kernel.checks} == {"harness_intact", "background_work", "output_after_timing"}
+    assert {c.name for c in kernel.checks} == {"harness_intact", "background_work", "timed_outputs"}
     assert all(c.passed for c in kernel.checks) and not eager.checks
-    assert kernel.perturb_seed is not None
+    assert kernel.checked_reps and not eager.checked_reps
     assert kernel.compiled_hash is None  # the interpreter compiles nothing: candidates differ by source alone
 
 
@@ -43,7 +65,7 @@ def test_a_verified_kernel_is_timed_in_its_process_the_way_the_timing_child_time
     assert timing.target == verdict.kernel_path and "timed" in verdict.steps_s
     assert timing.timing.method == child.timing.method and timing.timing.n >= 3 and not timing.timing.on_gpu
     assert {c.name for c in timing.checks} == {c.name for c in child.checks}  # the same checks, all passed
-    assert all(c.passed for c in timing.checks) and timing.perturb_seed is not None
+    assert all(c.passed for c in timing.checks) and timing.checked_reps
     rejected = verify_kernel(scale_spec, str(KERNELS / "wrong_values.py"), timing=TimingKnobs())
     assert not rejected.passed and rejected.timing is None  # only a kernel that passed is timed
 
@@ -118,18 +140,176 @@ def test_a_candidate_slower_than_the_screen_is_timed_briefly_in_its_process(scal
     assert ("stopped_early_when_slower", True) in [(c.name, c.passed) for c in timing.checks]
 
 
-def test_inputs_change_between_repetitions_and_are_put_back() -> None:
-    x = torch.rand(64)
+def test_inputs_change_between_repetitions_and_only_the_judge_knows_how() -> None:
+    x = torch.rand(4096)
     pristine = x.clone()
-    nudge = InputNudger([x, 3], seed=1, k=4)
-    seen = set()
-    for _ in range(5):
+    seeds: list[int] = []
+    nudge = InputNudger([x, 3], announce=seeds.append)
+    seen = {x.numpy().tobytes()}
+    for i in range(5):
+        before = x.clone()
         nudge()
-        assert 0 < int((x != pristine).sum()) <= 4
+        changed = int((x != before).sum())
+        assert 0.5 * NUDGED_FRACTION * x.numel() < changed <= NUDGED_FRACTION * x.numel()  # a fraction, not a few
+        assert set(x.tolist()) <= set(pristine.tolist())  # the input's own values: its domain is kept
+        assert len(seeds) == nudge.count == i + 1
+        assert torch.equal(changed_inputs([pristine, 3], seeds)[0], x)  # what the judge rebuilds
         seen.add(x.numpy().tobytes())
-    assert len(seen) == 5  # no two repetitions saw the same input
-    nudge.restore()
-    assert torch.equal(x, pristine)
+    assert len(seen) == 6  # no two repetitions saw the same input
+    # Nothing of a change stays with the nudger, in the kernel's process: no seed, no places, no old values.
+    assert set(vars(nudge)) == {"inputs", "announce", "count"}
+
+
+def test_an_earlier_answer_is_wrong_after_a_change_even_for_a_max_pool_or_a_row_max() -> None:
+    """A handful of changed elements can leave every max-pool window's maximum where it was; a fraction
+    of them changes most windows, and enough rows' maxima that a stale row max is caught."""
+    torch.manual_seed(0)
+    x = torch.randn(1, 1, 16, 32, 32)
+    pool = torch.nn.functional.max_pool3d(x, 3, stride=2)
+    rows = torch.randn(16, 4096)
+    stale_rows, windows = 0, []
+    for seed in range(40):
+        changed = changed_inputs([x, rows], [seed])
+        windows.append(float((torch.nn.functional.max_pool3d(changed[0], 3, stride=2) != pool).float().mean()))
+        stale_rows += bool(torch.equal(changed[1].amax(dim=1), rows.amax(dim=1)))
+    # Hundreds of the 1,575 windows change every time, and about 1.4 times the fraction changed on average.
+    assert min(windows) > NUDGED_FRACTION / 2 and sum(windows) / len(windows) > NUDGED_FRACTION
+    assert stale_rows <= 14  # about (1 - 1.5/16) ** 16 ~ 0.2 per repetition; four kept ones all stale: ~2e-3
+
+
+@pytest.mark.gpu
+def test_the_judge_rebuilds_a_repetitions_inputs_exactly_on_a_gpu() -> None:
+    x = torch.randn(1 << 22, device="cuda", dtype=torch.bfloat16)
+    pristine = x.clone()
+    seeds: list[int] = []
+    nudge = InputNudger([x], announce=seeds.append)
+    for _ in range(3):
+        nudge()
+        assert torch.equal(changed_inputs([pristine], seeds)[0], x)  # bit for bit, as the judge needs
+
+
+def _samples(outputs: list[torch.Tensor], changes: list[int]) -> Sampled:
+    """What the runner hands back for these timed repetitions' outputs (one per repetition)."""
+    counts = iter(changes)
+    sampler = SampledOutputs(lambda: next(counts))
+    for out in outputs:
+        sampler.offer(out)
+    return sampler.sampled()
+
+
+@pytest.mark.gpu
+def test_the_judge_redraws_the_sampled_positions_on_a_gpu() -> None:
+    out = torch.randn(1 << 22, device="cuda", dtype=torch.bfloat16)
+    sampler = SampledOutputs(lambda: 1)
+    for _ in range(3):
+        sampler.offer(out)
+    sampled = sampler.sampled()
+    timed_outputs._generators.clear()  # the judge's generator is its own
+    for r in sampled.reps:
+        positions = sample_positions(out.numel(), r.seed, out.device)
+        assert torch.equal(sampled.values[0][r.rep], torch.take(out, positions))
+
+
+def test_the_judge_checks_each_kept_repetition_against_the_inputs_it_saw(scale_spec: RunSpec) -> None:
+    instance = instantiate(load_problem_module(scale_spec), scale_spec, 0)
+    pristine, model, tol = instance.inputs, instance.model, DEFAULT_TOLERANCES["bf16"]
+    seeds = [11, 12, 13, 14]
+
+    def answer(changes: int) -> torch.Tensor:  # an honest kernel's output after that many changes
+        with torch.no_grad():
+            return model(*changed_inputs(pristine, seeds[:changes])).to(torch.bfloat16)
+
+    def wrong(kept: list[Kept], seeds: list[int] = seeds) -> str:
+        return wrong_timed(kept, samples, [], 3, seeds, pristine, model, scale_spec, tol) or ""
+
+    samples = _samples([answer(rep + 1) for rep in range(3)], [1, 2, 3])
+    honest = [Kept(rep, rep + 1, [answer(rep + 1)], ["Tensor"]) for rep in range(3)]
+    assert wrong(honest) == ""
+    stale = [*honest[:2], Kept(2, 3, [answer(2)], ["Tensor"])]  # the answer one change before
+    assert "timed repetition 3 of 3 (kept at random after it returned) gave a wrong answer" in wrong(stale)
+    assert "were not 3 of them" in wrong(honest[:2])
+    assert "announced" in wrong(honest, seeds[:2])
+    not_tensor = [*honest[:2], Kept(2, 3, [None], ["list"])]
+    assert "is a list" in wrong(not_tensor)
+
+
+def test_every_timed_repetition_is_sampled_at_places_the_judge_redraws(monkeypatch) -> None:
+    monkeypatch.setattr(timed_outputs, "SAMPLED_ELEMENTS", 64)
+    out = torch.zeros(10, 100)
+    expected = []
+    sampler = SampledOutputs(lambda: 7)
+    for rep in range(5):
+        out.copy_(torch.randn(10, 100))  # one buffer reused by every call: the samples must not follow it
+        expected.append(out.clone())
+        sampler.offer((out, torch.arange(5.0) * rep))  # a second output, smaller than a sample: all of it
+    sampled = sampler.sampled()
+    assert [r.rep for r in sampled.reps] == list(range(5)) and all(r.changes == 7 for r in sampled.reps)
+    assert len({r.seed for r in sampled.reps}) == 5  # a fresh seed after every repetition
+    assert tuple(sampled.values[0].shape) == (5, 64) and tuple(sampled.values[1].shape) == (5, 5)
+    timed_outputs._generators.clear()  # the judge's generator is its own
+    for r, whole in zip(sampled.reps, expected, strict=True):
+        positions = sample_positions(whole.numel(), r.seed, whole.device)
+        assert positions.unique().numel() > 50  # spread over the output, not one place
+        assert torch.equal(sampled.values[0][r.rep], whole.view(-1)[positions])
+        assert torch.equal(sampled.values[1][r.rep], torch.arange(5.0) * r.rep)
+    assert choose_checked(3) == [0, 1, 2]
+    chosen = choose_checked(100)
+    assert len(set(chosen)) == timed_outputs.CHECKED_SAMPLES and all(0 <= r < 100 for r in chosen)
+
+
+def test_samples_catch_a_kernel_that_cheats_on_every_other_repetition_the_one_copy_missed(
+    scale_spec: RunSpec, monkeypatch
+) -> None:
+    """One full copy kept (outputs of gigabytes), an honest repetition's: the samples of the others,
+    checked against the inputs each saw, catch the half-written ones."""
+    monkeypatch.setattr(timed_outputs, "SAMPLED_ELEMENTS", 64)  # fewer than the output's 720 elements
+    monkeypatch.setattr(timed_outputs, "KEPT_BYTES", 720 * 2)  # room for one copy of it
+    instance = instantiate(load_problem_module(scale_spec), scale_spec, 0)
+    pristine, model, tol = instance.inputs, instance.model, DEFAULT_TOLERANCES["bf16"]
+    seeds = list(range(100, 108))
+
+    def answer(changes: int, half: bool = False) -> torch.Tensor:
+        with torch.no_grad():
+            out = model(*changed_inputs(pristine, seeds[:changes])).to(torch.bfloat16)
+        if half:
+            out[:, out.shape[1] // 2 :] = 0  # the second half of each row never written
+        return out
+
+    copy = [Kept(0, 1, [answer(1)], ["Tensor"])]
+    honest = _samples([answer(rep + 1) for rep in range(8)], list(range(1, 9)))
+    cheat = _samples([answer(rep + 1, half=rep % 2 == 1) for rep in range(8)], list(range(1, 9)))
+    every = choose_checked(8)
+    assert wrong_timed(copy, honest, every, 8, seeds, pristine, model, scale_spec, tol) is None
+    why = wrong_timed(copy, cheat, every, 8, seeds, pristine, model, scale_spec, tol) or ""
+    assert why.startswith("timed repetition 2 of 8 (sampled after it returned) gave a wrong answer: output 0: ")
+    assert "of 64 sampled elements wrong" in why
+    assert wrong_timed(copy, cheat, [0, 2, 4], 8, seeds, pristine, model, scale_spec, tol) is None  # not chosen
+    # A sample checked against the wrong inputs fails too: each is compared with what its repetition saw.
+    shifted = _samples([answer(rep + 1) for rep in range(8)], [1, *range(1, 8)])  # each after one change fewer
+    assert wrong_timed(copy, shifted, [3], 8, seeds, pristine, model, scale_spec, tol).startswith(
+        "timed repetition 4 of 8 (sampled after it returned)")
+    # A repetition that returned something else than the first did fails, whether chosen or not.
+    odd = _samples([answer(1), answer(2)[:, :4], answer(3)], [1, 2, 3])
+    assert "timed repetition 2 of 3 returned torch.bfloat16[20, 4]" in (
+        wrong_timed(copy, odd, [0], 3, seeds, pristine, model, scale_spec, tol) or "")
+
+
+def test_every_timed_repetition_is_as_likely_to_be_kept_and_kept_outputs_are_copies(monkeypatch) -> None:
+    monkeypatch.setattr(timed_outputs, "KEPT_BYTES", 3 * 8)  # room for three copies of two float32
+    n, trials = 12, 600
+    counts = [0] * n
+    for _ in range(trials):
+        kept = KeptOutputs(lambda: 5)
+        out = torch.zeros(2)
+        for i in range(n):
+            out.fill_(i)  # one buffer reused by every call: the copies must not follow it
+            kept.offer(out)
+        assert len(kept.kept) == 3 and kept.offered == n
+        assert all(float(k.outputs[0][0]) == k.rep and k.changes == 5 for k in kept.kept)
+        for k in kept.kept:
+            counts[k.rep] += 1
+    expected = trials * 3 / n  # 150 each; the first and the last as likely as the rest
+    assert all(0.6 * expected < c < 1.4 * expected for c in counts), counts
 
 
 def test_a_failing_target_is_a_value_not_an_exception(scale_spec: RunSpec) -> None:
@@ -156,3 +336,41 @@ def test_lock_is_shared_across_processes(tmp_path) -> None:
     holder.wait()
     assert waited_s > 1.0 and time.perf_counter() - start > 1.0
     assert device_key("cpu").startswith("cpu-")
+
+
+@pytest.mark.parametrize("path", ["time", "search"])
+def test_the_samples_alone_catch_a_kernel_cheating_on_every_other_timed_call(path: str, monkeypatch, tmp_path) -> None:
+    """Both paths with no full copy kept at all (the judge runs in this process and its runner is forked
+    from it, so both see the patch): only the samples of every repetition can catch the cheat, and an
+    honest kernel still passes."""
+    from workers.kernel_runner import KernelProcess
+    from workers.timing_child import time_in_child
+    from workers.verify_child import verify
+
+    monkeypatch.setattr(timed_outputs, "kept_reps", lambda output_bytes: 0)
+    monkeypatch.setenv("TRITON_INTERPRET", "1")  # as child_process sets it for a CPU job
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # OpenMP's pool, once this process has used it, hangs in a fork that uses it
+    rmsnorm = KERNELS.parents[2] / "artifacts" / "36_RMSNorm" / "problem.py"
+    spec = RunSpec(problem_path=str(rmsnorm), shapes="small", device="cpu", dtype="bf16")
+    budget = dict(warmup_ms=20, rep_ms=50, min_reps=3, max_reps=20)
+
+    def timed(kernel: str) -> TimingResult:
+        target = str(KERNELS / "adversarial" / kernel)
+        runner = KernelProcess.fork()  # after the patch: it keeps no copy either
+        if path == "time":
+            return time_in_child(TimingRequest(spec=spec, target=target, lock_dir=str(tmp_path), **budget), runner)
+        verdict = verify(VerifyRequest(spec=spec, kernel_path=target, tolerance=DEFAULT_TOLERANCES["bf16"],
+                                       timing=TimingKnobs(lock_dir=str(tmp_path), **budget)), runner)  # fmt: skip
+        assert verdict.passed, verdict.reason  # honest whenever watched
+        return verdict.timing
+
+    try:
+        cheat, honest = timed("every_other_call.py"), timed("honest.py")
+    finally:
+        torch.set_num_threads(threads)
+    assert cheat.status == "failed" and "(sampled after it returned)" in cheat.reason, cheat.reason
+    assert [c.name for c in cheat.checks if not c.passed] == ["timed_outputs"]
+    assert honest.status == "ok", honest.reason
+    n, checked = honest.timing.n, honest.checked_reps
+    assert min(n, timed_outputs.CHECKED_SAMPLES) <= len(checked) and set(checked) <= set(range(n))

@@ -18,8 +18,7 @@ their stdin closes (the parent exits) and are killed at interpreter exit.
 
 A GPU job's spare also starts CUDA while it waits (``start_cuda_early``): the driver, and a context
 on the job's GPU (not ncu's: ``serve(early_cuda=False)``). On a host with several GPUs both queue when
-many processes start them together (0.4 s and 0.1 s alone, 3 s and 1.6 s for 16 at once, measured on
-4 x H200), and every stage of a task starts a process. A context holds a few hundred MB of GPU memory while the spare waits.
+many processes start them together (docs/scaling.md), and every stage of a task starts a process. A context holds a few hundred MB of GPU memory while the spare waits.
 """
 
 from __future__ import annotations
@@ -52,7 +51,7 @@ CHILD_FOLDER_PREFIX = "beamsearch-child-"
 EARLY_CUDA_INIT = "BEAMSEARCH_EARLY_CUDA_INIT"
 # For processes that compare or profile but never run a kernel freely (the verification judge, ncu's
 # kernel-by-kernel replay): one hardware work queue per context instead of eight makes a context several
-# times faster to create when many are made at once (1.6 s against 0.5 s for 16 at once on 4 x H200).
+# times faster to create when many are made at once (docs/scaling.md).
 # Not for the verification runner or timing: false dependencies between streams could hide a race.
 ONE_WORK_QUEUE = {"CUDA_DEVICE_MAX_CONNECTIONS": "1"}
 log = logging.getLogger(__name__)

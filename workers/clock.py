@@ -6,14 +6,14 @@ stays off the clock, as in do_bench's pipelined loop), record a start event, cal
 on the stream, then synchronise the *whole device* and record a second end event. If the device-wide
 end is later than the stream's end by more than the host's own wake-up latency and ``ESCAPE_MS``, the
 call left work on another stream and the device-wide time is used, so such work cannot escape the
-clock. The margin is measured, not assumed: how late the host wakes from a long sync varies (over
-50 us for 3 ms calls on an H100), so the gap is first taken for a spin kernel on the call's own stream
+clock. The margin is measured, not assumed: how late the host wakes from a long sync varies, so the gap is first taken for a spin kernel on the call's own stream
 that lasts as long as the call, and only a gap beyond that plus ``ESCAPE_MS`` counts. Warm-up and
 repetition counts come from time budgets and a first estimate. CPU: a host clock per call; these are
 Triton-interpreter or CPU-eager times, labelled as such and never to be compared with GPU times.
 
-Between repetitions, off the clock, ``between_reps`` may change the inputs (the timing child changes a
-few elements each time, so no two timed calls see the same input and a cache of answers never hits).
+Between repetitions, off the clock, ``between_reps`` may change the inputs, and after each timed
+repetition, off the clock too, ``after_rep`` is handed its outputs (``workers.timed_outputs``: some are
+kept, chosen only then, and checked, so every timed call may be the one checked).
 
 The events are cross-checked against the host clock: after the repetitions, batches of back-to-back
 calls run between two device-wide synchronisations, timed with ``time.perf_counter``. Such a batch can
@@ -48,7 +48,6 @@ HOST_BATCH_MS = 50.0  # each cross-check batch runs about this long
 HOST_BATCHES = 3  # the fastest batch counts: the host clock only ever adds time
 CLOCK_REL_TOL = 0.5
 CLOCK_ABS_TOL_MS = 0.05
-NUDGED_PER_TENSOR = 8
 GPU_METHOD = "cuda events, L2 flushed (256 MB), whole device synchronised per repetition"
 CPU_METHOD = "host perf_counter per call (CPU; kernels run in Triton's interpreter)"
 
@@ -64,11 +63,13 @@ def measure(
     min_reps: int,
     max_reps: int,
     between_reps: Callable[[], None] | None = None,
+    after_rep: Callable[[Any], None] | None = None,
     screen_above_ms: float | None = None,
 ) -> Timing:
     """Median, mean, std and min of ``fn``'s time in ms over budgeted repetitions. ``fn`` has run once.
 
-    ``between_reps`` runs before each timed repetition, off the clock (before the L2 flush on a GPU).
+    ``between_reps`` runs before each repetition, off the clock (before the L2 flush on a GPU).
+    ``after_rep`` gets each timed repetition's return value once the whole device is synchronised.
     ``screen_above_ms``: when the median of the first ``min_reps`` repetitions (after the warm-up) is above
     it, the timing stops there (``Timing.screened_above_ms``), without the host clock's cross-check, which
     only ever finds a call slower than its events say: a search passes the time a candidate must beat to
@@ -80,7 +81,7 @@ def measure(
         device_name = torch.cuda.get_device_name(torch.device(device))
     else:
         device_name = "cpu"
-    estimate = statistics.median(once(fn)[0] for _ in range(ESTIMATE_REPS if on_gpu else 1))
+    estimate = statistics.median(once(fn)[0][0] for _ in range(ESTIMATE_REPS if on_gpu else 1))
     margin_ms = _sync_margin_ms(once, torch.device(device), estimate) if on_gpu else 0.0
     n_warmup = _clamp(warmup_ms / max(estimate, 1e-3), 1, max_reps) if on_gpu else 0
     # Interpreter calls take up to seconds each: a handful is enough to label a CPU time.
@@ -91,7 +92,11 @@ def measure(
     reps: list[Rep] = []
     screened = False
     while len(reps) < n_rep and not screened:
-        reps.append(once(fn))
+        rep, out = once(fn)
+        reps.append(rep)
+        if after_rep is not None:
+            after_rep(out)
+        del out  # as after an untimed call: the next call's memory may reuse it
         if screen_above_ms is not None and len(reps) == n_min < n_rep:
             screened = statistics.median(_rep_ms(rep, margin_ms) for rep in reps) > screen_above_ms
     escaped = [_escaped(rep, margin_ms) for rep in reps]
@@ -200,42 +205,13 @@ def timing_checks(timing: Timing, device: str, screen_above_ms: float | None = N
     return checks
 
 
-class InputNudger:
-    """Between repetitions: put back the elements changed last time, then copy values from other random
-    places into a few random places of each floating input (same values, so the problem's cost does
-    not change; different contents, so no two calls see the same input)."""
-
-    def __init__(self, inputs: list[Any], seed: int, k: int = NUDGED_PER_TENSOR) -> None:
-        self.flats = [t.view(-1) for t in inputs
-                      if isinstance(t, torch.Tensor) and t.is_floating_point() and t.is_contiguous() and t.numel() > 1]  # fmt: skip
-        self.gen = torch.Generator().manual_seed(seed)
-        self.k = k
-        self.saved: list[tuple[torch.Tensor, torch.Tensor]] = []
-
-    def __call__(self) -> None:
-        self.restore()
-        with torch.no_grad():
-            for flat in self.flats:
-                n = flat.numel()
-                places = torch.randint(0, n, (min(self.k, n),), generator=self.gen).to(flat.device)
-                sources = torch.randint(0, n, (min(self.k, n),), generator=self.gen).to(flat.device)
-                self.saved.append((places, flat[places].clone()))
-                flat[places] = flat[sources]
-
-    def restore(self) -> None:
-        with torch.no_grad():
-            for flat, (places, values) in zip(self.flats, self.saved, strict=False):
-                flat[places] = values
-        self.saved = []
-
-
 Rep = tuple[float, float, float, float]  # stream ms, device-wide ms, their gap, host enqueue ms
 
 
-def _cuda_rep(device: torch.device, prepare: Callable[[], None]) -> Callable[[Callable[[], Any]], Rep]:
+def _cuda_rep(device: torch.device, prepare: Callable[[], None]) -> Callable[[Callable[[], Any]], tuple[Rep, Any]]:
     flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device=device)
 
-    def once(fn: Callable[[], Any]) -> Rep:
+    def once(fn: Callable[[], Any]) -> tuple[Rep, Any]:
         start, end_stream, end_device = (_Event(enable_timing=True) for _ in range(3))
         _synchronize(device)
         prepare()
@@ -243,19 +219,19 @@ def _cuda_rep(device: torch.device, prepare: Callable[[], None]) -> Callable[[Ca
         _sleep(HIDE_LAUNCH_CYCLES)
         start.record()
         enqueue_start = _perf_counter()
-        fn()
+        out = fn()
         enqueue_ms = (_perf_counter() - enqueue_start) * 1e3
         end_stream.record()
         _synchronize(device)  # every stream, not only the current one
         end_device.record()
         end_device.synchronize()
         stream_ms, device_ms = start.elapsed_time(end_stream), start.elapsed_time(end_device)
-        return stream_ms, device_ms, device_ms - stream_ms, enqueue_ms
+        return (stream_ms, device_ms, device_ms - stream_ms, enqueue_ms), out
 
     return once
 
 
-def _sync_margin_ms(once: Callable[[Callable[[], Any]], Rep], device: torch.device, call_ms: float) -> float:
+def _sync_margin_ms(once: Callable[[Callable[[], Any]], tuple[Rep, Any]], device: torch.device, call_ms: float) -> float:
     """The largest stream-to-device-wide gap for a spin kernel as long as the call, on the call's own
     stream: what the host's wake-up from the sync adds when nothing escapes."""
     start, end = _Event(enable_timing=True), _Event(enable_timing=True)
@@ -265,7 +241,7 @@ def _sync_margin_ms(once: Callable[[Callable[[], Any]], Rep], device: torch.devi
     end.record()
     end.synchronize()
     cycles = int(HIDE_LAUNCH_CYCLES * call_ms / max(start.elapsed_time(end), 1e-3))
-    return max(once(lambda: _sleep(max(cycles, 1)))[2] for _ in range(MARGIN_REPS))
+    return max(once(lambda: _sleep(max(cycles, 1)))[0][2] for _ in range(MARGIN_REPS))
 
 
 def _host_batch_ms(fn: Callable[[], Any], device: torch.device, per_call_ms: float) -> float:
@@ -282,13 +258,13 @@ def _host_batch_ms(fn: Callable[[], Any], device: torch.device, per_call_ms: flo
     return best
 
 
-def _cpu_rep(prepare: Callable[[], None]) -> Callable[[Callable[[], Any]], Rep]:
-    def once(fn: Callable[[], Any]) -> Rep:
+def _cpu_rep(prepare: Callable[[], None]) -> Callable[[Callable[[], Any]], tuple[Rep, Any]]:
+    def once(fn: Callable[[], Any]) -> tuple[Rep, Any]:
         prepare()
         start = _perf_counter()
-        fn()
+        out = fn()
         ms = (_perf_counter() - start) * 1e3
-        return ms, ms, 0.0, ms
+        return (ms, ms, 0.0, ms), out
 
     return once
 

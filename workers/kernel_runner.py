@@ -1,8 +1,8 @@
-"""The process that imports and calls a candidate kernel for verification, and nothing else.
+"""The process that imports and calls a candidate kernel for verification or timing, and nothing else.
 
-The verification child (``verify_child``, the *judge*) forks this process at start-up, before it has
-touched a GPU or read anything about its job, so the runner holds no secret of the judge's: not the key
-that signs the verdict, not the references. The judge then sends requests over a socket pair
+The verification child (``verify_child``, the *judge*; the timing child is one too) forks this process at
+start-up, before it has touched a GPU or read anything about its job, so the runner holds no secret of
+the judge's: not the key that signs the verdict, not the references. The judge then sends requests over a socket pair
 (``shared_tensors``): *load* a kernel file, *call* it on these inputs (shared memory, never copied).
 The runner answers with the outputs (shared back) and what its observers saw: PyTorch operators
 (``torch_guard.ObservedCall``), host-side reads, threads and processes left running, and names of
@@ -10,10 +10,13 @@ the harness that were replaced (``integrity``). The judge compares and decides; 
 says about itself is evidence, not a verdict, since the kernel runs in this process.
 
 Once every check has passed, the judge may ask for a timing in this same process, so a candidate
-starts one GPU process fewer: *hash* the compiled code one call launches, *time* the calls with
-``workers.clock`` (the clock the timing child uses for baselines), then one *call* with no observer
-on inputs the judge changed at places only it knows, whose output it checks. Timing calls are not
-observed: an observer costs time, and a kernel honest only when watched fails that last call.
+starts one GPU process fewer: *hash* the compiled code one call launches, then *time* the calls with
+``workers.clock`` (the clock the timing child uses for baselines), the inputs changed before each
+repetition, copies of a few repetitions' outputs kept, chosen at random only after each call has
+returned, and a sample of every repetition's outputs at positions drawn only then
+(``workers.timed_outputs``). The copies and samples go back to the judge with the change each
+repetition's inputs had, and the judge checks them: every timed call may be the one checked. Timing calls are not
+observed: an observer costs time, and a kernel honest only when watched fails that check.
 
 On the CPU the runner's address space is capped (``RLIMIT_AS``): a kernel asking for hundreds of GB
 gets an allocation error instead of pushing the machine into swap while its memory is poisoned.
@@ -35,12 +38,13 @@ import torch
 
 from workers.binding import BindError, bind
 from workers.child_process import start_cuda_early
-from workers.clock import InputNudger, measure
+from workers.clock import measure
 from workers.compiled_code import launch_hash
 from workers.integrity import BackgroundWork, Snapshot, ThreadStarts
 from workers.problem_instance import load_kernel_function, select_device_name
 from workers.sandbox import confine_job
 from workers.shared_tensors import Channel, ChannelClosed, ChannelTimeout, ProtocolError, decode_value
+from workers.timed_outputs import InputNudger, KeptOutputs, SampledOutputs
 from workers.torch_guard import ObservedCall, install_tripwires, warm_up
 
 TRACEBACK_CHARS = 8000
@@ -83,14 +87,20 @@ class KernelProcess:
         theirs.close()
         return cls(pid, ours)
 
-    def request(self, body: dict[str, Any], tensors: list[torch.Tensor] = (),
-                timeout_s: float | None = None) -> tuple[dict[str, Any], list[torch.Tensor]]:  # fmt: skip
+    def request(self, body: dict[str, Any], tensors: list[torch.Tensor] = (), timeout_s: float | None = None,
+                notes: list[dict[str, Any]] | None = None) -> tuple[dict[str, Any], list[torch.Tensor]]:  # fmt: skip
         """Send a request and wait for the reply. Raises KernelProcessDied when the runner is gone, and
         KernelProcessHung when no reply came within ``timeout_s``: the runner is killed before that is
-        raised, so nothing of a hung kernel runs on once the caller lets go of a lock it holds."""
+        raised, so nothing of a hung kernel runs on once the caller lets go of a lock it holds. ``notes``
+        collects what the runner sends before its reply (a timing's seeds)."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
         try:
             self.channel.send(body, tensors)
-            return self.channel.recv(timeout_s)
+            while True:
+                reply, out = self.channel.recv(None if deadline is None else deadline - time.monotonic())
+                if notes is None or "note" not in reply:
+                    return reply, out
+                notes.append(reply["note"])
         except ChannelClosed as e:
             raise KernelProcessDied(str(e)) from e
         except ChannelTimeout as e:
@@ -222,22 +232,52 @@ class _Runner:
             compiled_hash = launch_hash(call, _synchronize)
         return {"compiled_hash": compiled_hash, "threads_started": threads.n, **self._evidence()}
 
-    def time(self, body: dict[str, Any], tensors: list[torch.Tensor]) -> dict[str, Any]:
-        """Time the calls (``workers.clock.measure``), a few input elements changed between repetitions
-        and put back afterwards. The judge holds the GPU's measurement lock meanwhile."""
+    def time(self, body: dict[str, Any], tensors: list[torch.Tensor],
+             announce: Callable[[int], None]) -> tuple[dict[str, Any], list[torch.Tensor]]:  # fmt: skip
+        """Time the calls (``workers.clock.measure``), the inputs changed before each repetition with a
+        seed sent to the judge first (``announce``) and not kept here, and hand back copies of the outputs
+        of the repetitions kept at random, each with how many changes its inputs had had (``kept``;
+        ``outputs``: indices into the tensors sent back, None where the call returned no plain tensor),
+        and a sample of every repetition's outputs (``sampled``: each repetition's changes, position seed
+        and outputs' dtypes and shapes; ``values``: per output, the index of its rows of sampled values).
+        The inputs are left changed. The judge holds the GPU's measurement lock meanwhile."""
         try:
             call = self.bound(body, tensors)
         except BindError as e:
-            return _bind_error(e)
-        nudger = InputNudger(self.inputs, int(body["nudge_seed"]))
+            return _bind_error(e), []
+        nudger = InputNudger(self.inputs, announce)
+        kept = KeptOutputs(lambda: nudger.count)
+        sampled = SampledOutputs(lambda: nudger.count)
+
+        def after_rep(out: Any) -> None:  # off the clock, the device synchronised
+            sampled.offer(out)
+            kept.offer(out)
+
         try:
             with torch.no_grad(), ThreadStarts() as threads:
                 timing = measure(call, self.device, dtype=body["dtype"], shapes=body["shapes"],
-                                 between_reps=nudger, **body["budget"])  # fmt: skip
-            nudger.restore()
+                                 between_reps=nudger, after_rep=after_rep, **body["budget"])  # fmt: skip
+                samples = sampled.sampled()
         except BaseException as e:  # noqa: BLE001 - whatever the kernel raises, SystemExit included
-            return _error("runtime_error", e)
-        return {"timing": timing.model_dump(mode="json"), "threads_started": threads.n, **self._evidence()}
+            return _error("runtime_error", e), []
+        out: list[torch.Tensor] = []
+        described = []
+        for k in kept.kept:
+            indices = []
+            for o in k.outputs:
+                indices.append(None if o is None else len(out))
+                if o is not None:
+                    out.append(o)
+            described.append({"rep": k.rep, "changes": k.changes, "outputs": indices, "returned": k.returned})
+        values = []
+        for v in samples.values:
+            values.append(None if v is None else len(out))
+            if v is not None:
+                out.append(v)
+        reps = [[r.rep, r.changes, r.seed, r.returned, r.shapes] for r in samples.reps]
+        reply = {"timing": timing.model_dump(mode="json"), "kept": described, "threads_started": threads.n,
+                 "sampled": {"reps": reps, "values": values}}  # fmt: skip
+        return {**reply, **self._evidence()}, out
 
     def _evidence(self, extra_tampering: list[str] = ()) -> dict[str, Any]:
         tampering = list(extra_tampering)
@@ -265,7 +305,7 @@ def _serve(channel: Channel) -> None:
             elif op == "hash":
                 reply, out = runner.hash(body, tensors), []
             elif op == "time":
-                reply, out = runner.time(body, tensors), []
+                reply, out = runner.time(body, tensors, lambda seed: channel.send({"note": {"nudge_seed": seed}}))
             else:
                 return
         except BaseException as e:  # noqa: BLE001 - our own step failed (the kernel may have broken it)

@@ -40,7 +40,6 @@ from workers.llm_service import ServiceClient, SharedDiagnosis, find_llm_service
 from workers.proposers.llm import LLMProposer
 from workers.proposers.replay import ReplayProposer
 from workers.proposers.rules import rules_diagnosis
-from workers.proposers.tuner import TunerProposer
 from workers.timing import time_target
 from workers.verify import verify_kernel
 
@@ -117,9 +116,10 @@ def verify_candidate(spec: RunSpec, path: str, seeds: list[int], slots: int, scr
 
 
 def disturbed_by_other_jobs(spec: RunSpec, timing: TimingResult) -> bool:
-    """A GPU timing that failed only a check other processes' GPU work can fail: the measurement lock keeps
-    other timings and profiles out, not other workers' verifications, whose kernels share the GPU's time
-    and delay the host's wake-ups and the device-wide end events."""
+    """A GPU timing that failed only a check other processes' GPU work can fail: their kernels share the GPU's
+    time and delay the host's wake-ups and the device-wide end events. The GPU's use lock (``gpu_lock``)
+    keeps every beamsearch job of the node off the GPU while it measures, but not another user's
+    processes, which take no lock; nor, on the first try, whatever started before a timing failed."""
     failed = {c.name for c in timing.checks if not c.passed}
     return spec.device.startswith("cuda") and timing.status == "failed" and bool(failed) and failed <= CONTENDED_CHECKS
 
@@ -133,9 +133,26 @@ def time_candidate(spec: RunSpec, path: str, seed: int, verdict: Verdict, screen
     oom = out_of_gpu_memory(spec, timing.status == "ok", timing.reason)
     if not (oom or disturbed_by_other_jobs(spec, timing)):
         return timing
-    with gpu_memory(spec.device, alone=True):
-        again = time_target(spec, path, seed=seed, exclusive=True, screen_above_ms=screen_above_ms)
+    again = time_alone(spec, path, seed=seed, screen_above_ms=screen_above_ms)
     return again.model_copy(update={"retried_alone_after": f"{timing.status}: {timing.reason}"[:500]})
+
+
+def inconclusive(spec: RunSpec, timing: TimingResult) -> bool:
+    """A timing retried alone that failed again only checks other processes' GPU work can fail: beamsearch's
+    own jobs were kept off the GPU (``gpu_lock``), so another tenant may have disturbed both tries. The
+    kernel gets no time, and no failure either."""
+    return bool(timing.retried_alone_after) and disturbed_by_other_jobs(spec, timing)
+
+
+def _untimed_status(spec: RunSpec, timing: TimingResult) -> str:
+    return "inconclusive" if inconclusive(spec, timing) else "not_timed"
+
+
+def _untimed_reason(spec: RunSpec, timing: TimingResult) -> str:
+    if inconclusive(spec, timing):
+        return (f"timing inconclusive: it failed only checks other processes on the GPU can fail, beside other jobs "
+                f"({timing.retried_alone_after}) and alone ({timing.reason}); not ranked, not held against the kernel")  # fmt: skip
+    return f"timing {timing.status}: {timing.reason}"
 
 
 def profile_candidate(spec: RunSpec, path: str, seed: int) -> Profile:
@@ -160,7 +177,7 @@ def run_task(task: Task, ctx: WorkerContext) -> TaskResult:
                    diagnosis_by=shared.task_id, shared_diagnosis=shared.exchanges)  # fmt: skip
 
     with stages("propose"):
-        kernel = propose(task, diagnosis, llm)
+        kernel = task.kernel or propose(task, diagnosis, llm)
     if kernel is None:
         return _done(TaskResult(status="no_proposal", reason=_no_proposal_reason(config, llm), **common,
                                 exchanges=_exchanges(llm)), stages)  # fmt: skip
@@ -192,7 +209,7 @@ def run_task(task: Task, ctx: WorkerContext) -> TaskResult:
     gpu_s = _held_s(timing)
     ms = timing.median_ms
     if ms is None:
-        return _done(TaskResult(status="not_timed", reason=f"timing {timing.status}: {timing.reason}", timing=timing,
+        return _done(TaskResult(status=_untimed_status(spec, timing), reason=_untimed_reason(spec, timing), timing=timing,
                                 gpu_measure_s=gpu_s, exchanges=_exchanges(llm), **common), stages)  # fmt: skip
     pct, suspect = judge_time(task.floor, ms) if task.floor and spec.device.startswith("cuda") else (None, False)
 
@@ -239,7 +256,7 @@ def measure_input(task: Task, ctx: WorkerContext) -> TaskResult:
     with stages("time"):
         timing = time_candidate(spec, path, seeds[0], verdict)
     if timing.median_ms is None:
-        return _done(TaskResult(status="not_timed", reason=f"timing {timing.status}: {timing.reason}", tries=tries,
+        return _done(TaskResult(status=_untimed_status(spec, timing), reason=_untimed_reason(spec, timing), tries=tries,
                                 timing=timing, **common), stages)  # fmt: skip
     profile, roofline = None, None
     if task.config.profile and spec.device.startswith("cuda"):
@@ -278,18 +295,47 @@ def problem_floor_or_none(spec: RunSpec) -> tuple[Floor | None, str, str]:
 
 
 def retime(spec: RunSpec, entries: list[BeamEntry], ctx: WorkerContext, rounds: int = 2) -> list[FinalTiming]:
-    """The beam's kernels timed side by side, interleaved ``rounds`` times; the median of medians counts."""
+    """The beam's kernels timed side by side, interleaved ``rounds`` times; the median of the passing
+    medians counts (``final_timing``)."""
     paths = {e.id: ctx.kernel_file(f"retime-{e.id}", e.kernel) for e in entries}
-    medians: dict[str, list[float]] = {e.id: [] for e in entries}
-    status: dict[str, str] = {e.id: "ok" for e in entries}
+    results: dict[str, list[TimingResult]] = {e.id: [] for e in entries}
     for _ in range(rounds):
         for e in entries:
-            result = time_target(spec, paths[e.id])
-            if result.median_ms is None:
-                status[e.id] = f"{result.status}: {result.reason}"[:200]
-            else:
-                medians[e.id].append(result.median_ms)
-    return [FinalTiming(id=i, median_ms=sorted(m)[len(m) // 2] if m else None, status=status[i]) for i, m in medians.items()]
+            results[e.id].append(time_target(spec, paths[e.id]))
+    return [final_timing(spec, i, paths[i], r) for i, r in results.items()]
+
+
+def final_timing(spec: RunSpec, cand_id: str, path: str, results: list[TimingResult]) -> FinalTiming:
+    """One finalist's re-timings judged. One that failed a check puts the kernel's other, passing ones in
+    doubt: it is timed once more alone (``time_alone``), as in-round timings are, and keeps a time only if
+    that passes. Failed alone too, it has no time: ``inconclusive`` when only checks other processes on the
+    GPU can fail were failed (``disturbed_by_other_jobs``), else ``failed``; the first failure is kept."""
+    medians = [r.median_ms for r in results if r.median_ms is not None]
+    failed = next((r for r in results if r.median_ms is None), None)
+    first = ""
+    if failed is not None:
+        first = _status_line(failed)
+        again = time_alone(spec, path)
+        if again.median_ms is None:
+            verdict = "inconclusive" if disturbed_by_other_jobs(spec, again) else "failed"
+            return FinalTiming(id=cand_id, median_ms=None, status=f"{verdict}: {_status_line(again)}"[:300],
+                               medians_ms=medians, retried_alone_after=first)  # fmt: skip
+        medians.append(again.median_ms)
+    median = sorted(medians)[len(medians) // 2] if medians else None
+    status = "ok" if medians else "failed: not timed"
+    return FinalTiming(id=cand_id, median_ms=median, status=status, medians_ms=medians, retried_alone_after=first)
+
+
+def time_alone(spec: RunSpec, path: str, **knobs: object) -> TimingResult:
+    """A timing with the GPU to itself: no other job of any worker runs (``gpu_memory`` alone), and the
+    timing child holds the measurement lock from start to end."""
+    with gpu_memory(spec.device, alone=True):
+        return time_target(spec, path, exclusive=True, **knobs)
+
+
+def _status_line(timing: TimingResult) -> str:
+    line = timing.reason if timing.status == "failed" else f"{timing.status}: {timing.reason}"
+    return line[:300]
 
 
 def parent_measure(parent: BeamEntry, spec: RunSpec, profile_on: bool, ctx: WorkerContext) -> tuple[Profile | None, Roofline | None]:
@@ -340,18 +386,18 @@ def diagnose(parent: BeamEntry, profile: Profile | None, roofline: Roofline | No
 
 
 def propose(task: Task, diagnosis: Diagnosis, llm: LLMProposer | None) -> Kernel | None:
-    """The task's one proposal: direction d is the d-th bottleneck for a model, the d-th proposal otherwise."""
+    """The task's one proposal: direction d is the d-th bottleneck for a model, the d-th recorded kernel for a
+    replay. The offline optimiser's tasks carry their kernel (``Task.kernel``, planned by the driver)."""
     config, d = task.config, task.direction
     if llm is not None:
         kernels = llm.propose(task.parent.kernel, diagnosis, task.history, direction=d,
                               measured_ms=task.parent.median_ms, floor=task.floor)  # fmt: skip
         return kernels[0] if kernels else None
-    if config.replay:
-        proposer = ReplayProposer(config.replay)
-        proposer.seek(task.round - 1)
-        kernels = proposer.propose(task.parent.kernel, diagnosis, task.history)
-    else:
-        kernels = TunerProposer(per_call=d + 1, seed=config.seed).propose(task.parent.kernel, diagnosis, task.history)
+    if not config.replay:
+        return None
+    proposer = ReplayProposer(config.replay)
+    proposer.seek(task.round - 1)
+    kernels = proposer.propose(task.parent.kernel, diagnosis, task.history)
     return kernels[d] if d < len(kernels) else None
 
 
@@ -415,7 +461,9 @@ def _no_proposal_reason(config, llm) -> str:
         return f"the model gave no usable new kernel: {why}"
     if config.replay:
         return "the recorded run has no kernel for this round and direction"
-    return "the tuner has no untried knob setting in this direction"
+    # Only a model lost mid-round (``--on-model-lost offline``) leaves a task with neither: the offline
+    # optimiser's tasks carry the kernel the driver planned.
+    return "no kernel to try: the model was lost; the offline optimiser plans the rounds after this one"
 
 
 def _exchanges(llm: LLMProposer | None) -> list:

@@ -3,17 +3,22 @@
 Targets: ``eager`` (the model in the dtype under test), ``compile`` (``torch.compile`` default),
 ``compile-max-autotune`` (``mode="max-autotune-no-cudagraphs"``), or a kernel file path (bound like in
 verification). The first call, which compiles, runs before the lock is taken: the lock covers only the
-measurement. On a GPU a kernel file's second call, also before the lock, hashes the compiled code it
-launches (``workers.compiled_code``), so the driver can spot two sources that compile to one kernel.
-Run only through ``workers.timing.time_target``.
+measurement. Run only through ``workers.timing.time_target``.
 
-Between repetitions a few input elements change (``InputNudger``), so no two timed calls see the same
-input: caching answers by input values gains nothing here. A kernel file is timed in its own process,
-so it gets the guards that fit there (``KernelWatch``): before it is imported, the harness is
-snapshotted, the process confined (Landlock), and the answer to a final call on inputs changed at
-random places computed; afterwards the snapshot must be unchanged, no thread or process it started may
-be alive, that final call's output must match, the CUDA events must agree with the host clock, and most
-repetitions must end on the call's own stream. A failure is a ``failed`` result that keeps the numbers.
+Before each repetition a fraction of the input elements change (``workers.timed_outputs``), so no two
+timed calls see the same input: caching answers by input values gains nothing here.
+
+A kernel file is timed the way a search times a verified candidate (``verify_child.time_after_checks``):
+it is imported and called in a runner (``kernel_runner``) forked when this process starts, before it has
+touched a GPU or read its job, and this process is the judge. The runner confines itself (Landlock) and
+reports what it saw (the harness replaced, work left running); on a GPU it hashes the compiled code one
+call launches, then times the calls while this process holds the lock, keeping copies of the outputs of
+a few repetitions chosen at random after each call returned and a sample of every repetition's outputs.
+The judge checks the copies and the samples of repetitions it chooses afterwards against references
+it makes from its own copies of the inputs and the model, in its own process, where nothing the kernel
+does to PyTorch (dispatch modes, replaced operators) can reach them. The CUDA events must agree with the
+host clock and most repetitions must end on the call's own stream. A failure is a ``failed`` result that
+keeps the numbers.
 """
 
 from __future__ import annotations
@@ -22,205 +27,140 @@ import contextlib
 import time
 import traceback
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import torch
 
-from beamsearch.schema import DEFAULT_TOLERANCES, CheckResult, RunSpec, Timing, TimingRequest, TimingResult
-from workers.binding import bind, model_values
+from beamsearch.schema import DEFAULT_TOLERANCES, TimingKnobs, TimingRequest, TimingResult, VerifyRequest
+from workers.binding import model_values
 from workers.child_process import serve
-from workers.clock import InputNudger, measure, timing_checks
-from workers.compare import compare
-from workers.compiled_code import launch_hash
-from workers.gpu_lock import gpu_lock, lock_folder
-from workers.integrity import BackgroundWork, Snapshot, ThreadStarts, install_thread_tripwire
-from workers.problem_instance import (
-    ProblemInstance,
-    instantiate,
-    load_kernel_function,
-    load_problem_module,
-    nudge_seed,
-    perturb_,
-    reference_output,
-    select_device,
-)
-from workers.sandbox import confine_job
+from workers.clock import measure
+from workers.gpu_lock import gpu_in_use, gpu_lock
+from workers.kernel_runner import KernelProcess
+from workers.problem_instance import ProblemInstance, instantiate, load_problem_module, select_device
 from workers.steps import Steps
+from workers.timed_outputs import InputNudger
+from workers.verify_child import (
+    Checks,
+    Failed,
+    _check_evidence,
+    _Kernel,
+    _SharedPool,
+    _undumpable,
+    time_after_checks,
+)
 
 COMPILE_MODES = {"compile": None, "compile-max-autotune": "max-autotune-no-cudagraphs"}
-_synchronize = torch.cuda.synchronize  # taken before any kernel is imported
-
-
-class Rejected(Exception):
-    def __init__(self, check: str, detail: str) -> None:
-        super().__init__(f"{check}: {detail}")
-        self.check, self.detail = check, detail
+BUILT_IN = {"eager", *COMPILE_MODES}
 
 
 def build_callable(target: str, instance: ProblemInstance) -> Callable[[], Any]:
     model, inputs = instance.model, instance.inputs
     if target == "eager":
         return lambda: model(*inputs)
-    if target in COMPILE_MODES:
-        compiled = torch.compile(model, mode=COMPILE_MODES[target])
-        return lambda: compiled(*inputs)
-    return bind(load_kernel_function(target), inputs, model_values(model))
+    compiled = torch.compile(model, mode=COMPILE_MODES[target])
+    return lambda: compiled(*inputs)
 
 
-class KernelWatch:
-    """What a timed kernel file is checked against; made before the kernel is imported."""
-
-    def __init__(self, instance: ProblemInstance, spec: RunSpec, seed: int, lock_dir: str) -> None:
-        self.instance, self.spec, self.seed = instance, spec, seed
-        self.checks: list[CheckResult] = []
-        self.tolerance = DEFAULT_TOLERANCES[spec.dtype]
-        probe = [t.clone() if isinstance(t, torch.Tensor) else t for t in instance.inputs]
-        perturb_(probe, seed)
-        self.reference = reference_output(ProblemInstance(instance.model, probe), spec)
-        del probe
-        install_thread_tripwire()
-        folder = Path.cwd().parent  # the job's folder: this process writes its result file there
-        self.sandbox = confine_job(Path.cwd(), [folder, lock_folder(lock_dir)])
-        self.snapshot = Snapshot.take()
-        self.background = BackgroundWork()
-        self.threads = ThreadStarts()
-
-    def record(self, name: str, passed: bool, detail: str) -> None:
-        """Keep one line per check: its first pass, or the failure that ends timing."""
-        if passed and any(c.name == name for c in self.checks):
-            return
-        self.checks.append(CheckResult(name=name, passed=passed, detail="" if passed else detail))
-        if not passed:
-            raise Rejected(name, detail)
-
-    def check_process(self, where: str) -> None:
-        changed = self.snapshot.changed()
-        self.record("harness_intact", not changed,
-                    f"the kernel changed the harness in its process ({where}): "
-                    + "; ".join(f"{name} was replaced" for name in changed)[:800])  # fmt: skip
-        left = self.background.left_running()
-        if self.threads.n:
-            left.insert(0, f"{self.threads.n} thread(s) started during calls")
-        self.record("background_work", not left,
-                    f"kernel_function left work running after it returned ({where}): {', '.join(left)[:500]}")  # fmt: skip
-
-    def check_output(self, fn: Callable[[], Any]) -> None:
-        """One more call, on inputs changed at random places known only to this process: its output
-        must match the reference computed before the kernel was imported."""
-        perturb_(self.instance.inputs, self.seed)
-        with self.threads:
-            out = fn()
-            if self.spec.device.startswith("cuda"):
-                _synchronize()
-        outs = list(out) if isinstance(out, (tuple, list)) else [out]
-        refs = list(self.reference) if isinstance(self.reference, (tuple, list)) else [self.reference]
-        problem = None
-        if len(outs) != len(refs):
-            problem = f"returned {len(outs)} outputs, the reference returns {len(refs)}"
-        for k, (o, r) in enumerate(zip(outs, refs, strict=False)):
-            if problem is None and (type(o) is not torch.Tensor or o.shape != r.shape):
-                problem = f"output {k} is not a plain tensor of shape {tuple(r.shape)}"
-            if problem is None:
-                cmp = compare(o, r, self.tolerance)
-                if not cmp.passed:
-                    problem = (f"output {k}: {cmp.n_mismatched + cmp.n_unwritten + cmp.n_unexpected_nonfinite} of "
-                               f"{cmp.n} elements wrong (max abs err {cmp.max_abs_err:.4g})")  # fmt: skip
-        self.record("output_after_timing", problem is None,
-                    f"a call after the timed repetitions, on inputs changed at random places, gave a wrong answer: "
-                    f"{problem}")  # fmt: skip
-
-    def check_timing(self, timing: Timing, device: str, screen_above_ms: float | None) -> None:
-        for check in timing_checks(timing, device, screen_above_ms):
-            self.record(check.name, check.passed, check.detail)
-
-
-def time_in_child(req: TimingRequest) -> TimingResult:
+def time_in_child(req: TimingRequest, runner: KernelProcess) -> TimingResult:
     with contextlib.ExitStack() as alone:  # the exclusive retry's lock, held to the end
-        return _time_in_child(req, alone)
+        try:
+            if req.target in BUILT_IN:
+                runner.stop()  # PyTorch's own code runs here; no kernel file to keep apart
+                return _time_built_in(req, alone)
+            return _time_kernel_file(req, runner, alone)
+        finally:
+            runner.stop()  # before the result is written: nothing of the kernel's runs past this point
 
 
-def _time_in_child(req: TimingRequest, alone: contextlib.ExitStack) -> TimingResult:
+def _time_kernel_file(req: TimingRequest, runner: KernelProcess, alone: contextlib.ExitStack) -> TimingResult:
+    """Load and call the kernel once in the runner (compiling it), then time it as a search does."""
+    start = time.perf_counter()
+    spec = req.spec
+    checks = Checks()  # started now: its steps count from this job's start
+    checks.steps = Steps(start)
+    kernel = _Kernel(runner)
+    waited_s = first_call_s = 0.0
+    try:
+        if spec.device.startswith("cuda") and not torch.cuda.is_available():
+            raise Failed("failed", f"device {spec.device} asked for, but no CUDA GPU is visible")
+        select_device(spec)
+        if req.exclusive:
+            waited_s = alone.enter_context(gpu_lock(spec.device, req.lock_dir))
+        alone.enter_context(gpu_in_use(spec.device, req.lock_dir))  # set aside while measuring (gpu_lock)
+        module = load_problem_module(spec)
+        kernel.load(req.target, spec.device, checks)
+        checks.steps.end("kernel_imported")
+        pool = _SharedPool(spec.device)
+        with pool:
+            instance = instantiate(module, spec, req.seed)
+        first = time.perf_counter()
+        reply, _ = kernel.call(instance.inputs, model_values(instance.model), "its first call", observe=False)
+        _check_evidence(reply.get("report") or {}, checks, "its first call")
+        first_call_s = time.perf_counter() - first
+        checks.steps.end("first_call")
+        del instance  # the timing makes its own
+        knobs = TimingKnobs.model_validate(req.model_dump(include=set(TimingKnobs.model_fields)))
+        timed = VerifyRequest(spec=spec, kernel_path=req.target, tolerance=DEFAULT_TOLERANCES[spec.dtype],
+                              timing=knobs, exclusive=req.exclusive)  # fmt: skip
+        offset_s = time.perf_counter() - start
+        result = time_after_checks(timed, kernel, module, pool, checks.sandbox)
+    except Failed as f:
+        status = f.status if f.status in ("crashed", "timeout") else "failed"
+        return TimingResult(target=req.target, status=status, reason=f.reason[:900], lock_wait_s=waited_s,
+                            first_call_s=first_call_s, duration_s=time.perf_counter() - start, traceback=f.tb,
+                            checks=checks.results, sandbox=checks.sandbox or kernel.sandbox,
+                            steps_s=checks.steps.ended)  # fmt: skip
+    except Exception as e:  # the harness's own steps (problem, inputs) failed, e.g. out of memory
+        return TimingResult(target=req.target, status="failed", reason=f"{type(e).__name__}: {e}".splitlines()[0][:500],
+                            lock_wait_s=waited_s, first_call_s=first_call_s, duration_s=time.perf_counter() - start,
+                            traceback=traceback.format_exc(), checks=checks.results, sandbox=checks.sandbox,
+                            steps_s=checks.steps.ended)  # fmt: skip
+    steps = {**checks.steps.ended, **{k: round(v + offset_s, 3) for k, v in result.steps_s.items()}}
+    return result.model_copy(update={"lock_wait_s": result.lock_wait_s + waited_s, "first_call_s": first_call_s,
+                                     "duration_s": time.perf_counter() - start, "steps_s": steps})  # fmt: skip
+
+
+def _time_built_in(req: TimingRequest, alone: contextlib.ExitStack) -> TimingResult:
     start = time.perf_counter()
     steps = Steps(start)
     spec = req.spec
-    seed = nudge_seed()
-    watch: KernelWatch | None = None
-    timing: Timing | None = None
     waited_s = first_call_s = 0.0
-    compiled_hash: str | None = None
     try:
         if spec.device.startswith("cuda") and not torch.cuda.is_available():
             raise RuntimeError(f"device {spec.device} asked for, but no CUDA GPU is visible")
         select_device(spec)
         if req.exclusive:
             waited_s = alone.enter_context(gpu_lock(spec.device, req.lock_dir))
+        alone.enter_context(gpu_in_use(spec.device, req.lock_dir))  # set aside while measuring (gpu_lock)
         instance = instantiate(load_problem_module(spec), spec, req.seed)
         steps.end("inputs")
         with torch.no_grad():
-            if req.target != "eager" and req.target not in COMPILE_MODES:
-                watch = KernelWatch(instance, spec, seed, req.lock_dir)
-                steps.end("watch_ready")
             fn = build_callable(req.target, instance)
-            if watch is not None:
-                watch.check_process("at import")
             steps.end("target_built")
             first = time.perf_counter()
-            with watch.threads if watch is not None else contextlib.nullcontext():
-                _run_synchronised(fn, spec.device)
+            fn()
+            if spec.device.startswith("cuda"):
+                torch.cuda.synchronize()
             first_call_s = time.perf_counter() - first
             steps.end("first_call")
-            if watch is not None:
-                watch.check_process("first call")
-                if spec.device.startswith("cuda"):
-                    with watch.threads, contextlib.suppress(Exception):  # a hash is a bonus, never a failure
-                        compiled_hash = launch_hash(fn, _synchronize)
-                    watch.check_process("the call that hashes the compiled code")
-                    steps.end("hashed")
-            nudger = InputNudger(instance.inputs, seed)
+            nudger = InputNudger(instance.inputs)  # as for kernels: the same work between repetitions
             with contextlib.nullcontext(0.0) if req.exclusive else gpu_lock(spec.device, req.lock_dir) as waited:
                 waited_s += waited
                 steps.end("locked")
-                with watch.threads if watch is not None else contextlib.nullcontext():
-                    timing = measure(
-                        fn, spec.device, dtype=spec.dtype, shapes=spec.shapes, warmup_ms=req.warmup_ms,
-                        rep_ms=req.rep_ms, min_reps=req.min_reps, max_reps=req.max_reps, between_reps=nudger,
-                        screen_above_ms=req.screen_above_ms,
-                    )  # fmt: skip
+                timing = measure(fn, spec.device, dtype=spec.dtype, shapes=spec.shapes, warmup_ms=req.warmup_ms,
+                                 rep_ms=req.rep_ms, min_reps=req.min_reps, max_reps=req.max_reps, between_reps=nudger,
+                                 screen_above_ms=req.screen_above_ms)  # fmt: skip
             steps.end("measured")
-            nudger.restore()
-            if watch is not None:
-                watch.check_process("during the timed calls")
-                watch.check_output(fn)
-                watch.check_process("after the last call")
-                watch.check_timing(timing, spec.device, req.screen_above_ms)
-                steps.end("checked")
-    except Rejected as r:
-        return TimingResult(
-            target=req.target, status="failed", reason=str(r)[:900], timing=timing, lock_wait_s=waited_s,
-            first_call_s=first_call_s, duration_s=time.perf_counter() - start, checks=watch.checks if watch else [],
-            perturb_seed=seed, sandbox=watch.sandbox if watch else "",
-            steps_s=steps.ended,
-        )  # fmt: skip
     except BaseException as e:  # noqa: BLE001 - whatever the target does, report it
-        return TimingResult(
-            target=req.target, status="failed", reason=f"{type(e).__name__}: {e}".splitlines()[0][:500],
-            duration_s=time.perf_counter() - start, traceback=traceback.format_exc(),
-            checks=watch.checks if watch else [], perturb_seed=seed, sandbox=watch.sandbox if watch else "",
-            steps_s=steps.ended,
-        )  # fmt: skip
-    return TimingResult(
-        target=req.target, status="ok", timing=timing, lock_wait_s=waited_s, first_call_s=first_call_s,
-        duration_s=time.perf_counter() - start, checks=watch.checks if watch else [], perturb_seed=seed,
-        sandbox=watch.sandbox if watch else "", compiled_hash=compiled_hash, steps_s=steps.ended,
-    )  # fmt: skip
-
-
-def _run_synchronised(fn: Callable[[], Any], device: str) -> None:
-    fn()
-    if device.startswith("cuda"):
-        _synchronize()
+        return TimingResult(target=req.target, status="failed", reason=f"{type(e).__name__}: {e}".splitlines()[0][:500],
+                            duration_s=time.perf_counter() - start, traceback=traceback.format_exc(),
+                            steps_s=steps.ended)  # fmt: skip
+    return TimingResult(target=req.target, status="ok", timing=timing, lock_wait_s=waited_s, first_call_s=first_call_s,
+                        duration_s=time.perf_counter() - start, steps_s=steps.ended)  # fmt: skip
 
 
 if __name__ == "__main__":
-    serve(TimingRequest, time_in_child)
+    _runner = KernelProcess.fork()  # before the job and any GPU work: the fork inherits neither
+    _undumpable()
+    serve(TimingRequest, lambda request: time_in_child(request, _runner))

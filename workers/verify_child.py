@@ -19,10 +19,12 @@ again (a cache keyed on all of it hands back the previous output's memory).
 The checks run holding one of the GPU's verification places (``gpu_slot``, a memory budget) when the
 request names them; the timing does not hold it. When the request asks for a timing and every check has
 passed, the runner times the kernel on fresh inputs (``time_after_checks``) while this process holds
-the GPU's measurement lock; then one
-unobserved call on those inputs, changed at random places drawn here, must match a reference made
-here. A timing that fails its checks leaves the verdict passed and is itself ``failed``, as from the
-timing child.
+the GPU's measurement lock, and hands back copies of the outputs of a few timed repetitions, chosen at
+random after each call returned, and a sample of every repetition's outputs (``workers.timed_outputs``).
+Once the lock is released, each copy, and the samples of repetitions chosen here then, must match a
+reference made here for the inputs that repetition saw, from copies of the inputs and the model this
+process made before the timing. A timing that fails its checks leaves the verdict passed and is itself
+``failed``, as from the timing child.
 
 Every request after the kernel's first call has a deadline (``HANG_SLACK_S``, ``HANG_FACTOR``): a
 runner that misses it is killed then and there, inside the lock when it was timing, and the verdict (or
@@ -32,6 +34,7 @@ the timing) is ``timeout``.
 from __future__ import annotations
 
 import contextlib
+import copy
 import ctypes
 import os
 import time
@@ -47,7 +50,7 @@ from workers.binding import model_values
 from workers.child_process import TAIL_CHARS, serve, use_one_work_queue
 from workers.clock import expected_measure_s, timing_checks
 from workers.compare import compare
-from workers.gpu_lock import gpu_lock, gpu_slot
+from workers.gpu_lock import gpu_in_use, gpu_lock, gpu_slot
 from workers.kernel_runner import KernelProcess, KernelProcessDied, KernelProcessHung
 from workers.problem_instance import (
     TORCH_DTYPES,
@@ -63,6 +66,7 @@ from workers.problem_instance import (
 )
 from workers.shared_tensors import ProtocolError, encode_value
 from workers.steps import Steps
+from workers.timed_outputs import Kept, Sampled, SampledRep, choose_checked, wrong_timed
 from workers.torch_guard import as_bits, describe
 
 POINTER_CHECK_SEED_OFFSET = 1000
@@ -116,11 +120,12 @@ def verify(req: VerifyRequest, runner: KernelProcess) -> Verdict:
         with gpu_lock(req.spec.device) if req.exclusive else contextlib.nullcontext():
             # The slot (a memory budget) covers the checks only: a timing waiting for the measurement lock
             # (behind a profile, say) must not keep other workers' verifications from starting.
-            with gpu_slot(req.spec.device, "verify", req.slots):
+            with gpu_slot(req.spec.device, "verify", req.slots), gpu_in_use(req.spec.device):
                 checks.steps.end("slot_taken")
                 kernel, module, pool = _verify(req, checks, runner)
             if req.timing is not None:
-                timing = time_after_checks(req, kernel, module, pool, checks.sandbox)
+                with gpu_in_use(req.spec.device):  # set aside while measuring (gpu_lock)
+                    timing = time_after_checks(req, kernel, module, pool, checks.sandbox)
                 checks.steps.end("timed")
     except Failed as f:
         status, reason, tb = f.status, f.reason, f.tb
@@ -164,8 +169,8 @@ class _Kernel:
         """The slowest call after the first (which compiled); the first if it is the only one."""
         return max(self.call_trips_s[1:] or self.call_trips_s)
 
-    def request(self, body: dict[str, Any], tensors: list[torch.Tensor] = (),
-                expected_s: float | None = None) -> tuple[dict[str, Any], list[torch.Tensor]]:  # fmt: skip
+    def request(self, body: dict[str, Any], tensors: list[torch.Tensor] = (), expected_s: float | None = None,
+                notes: list[dict[str, Any]] | None = None) -> tuple[dict[str, Any], list[torch.Tensor]]:  # fmt: skip
         """``expected_s``: how long the request should take; past HANG_SLACK_S + HANG_FACTOR times that, it
         is a hang (``timeout``) and the runner is killed."""
         if not self.runner.alive():
@@ -173,7 +178,7 @@ class _Kernel:
                          + self.runner.describe_death(_output_tail()))  # fmt: skip
         deadline_s = None if expected_s is None else HANG_SLACK_S + HANG_FACTOR * expected_s
         try:
-            reply, tensors_back = self.runner.request(body, list(tensors), deadline_s)
+            reply, tensors_back = self.runner.request(body, list(tensors), deadline_s, notes)
         except KernelProcessHung as e:
             raise Failed("timeout", f"no reply within {deadline_s:.0f} s, where the calls so far predict "
                                     f"{expected_s:.2f} s: the kernel hangs (a deadlock or a race on a "
@@ -201,7 +206,8 @@ class _Kernel:
         _check_evidence(reply, checks, "at import")
 
     def call(self, inputs: list[Any] | None, values: dict[str, Any], where: str, op: str = "call",
-             expected_s: float | None = None, **fields: Any) -> tuple[dict[str, Any], list[torch.Tensor]]:  # fmt: skip
+             expected_s: float | None = None, notes: list[dict[str, Any]] | None = None,
+             **fields: Any) -> tuple[dict[str, Any], list[torch.Tensor]]:  # fmt: skip
         """Call the kernel on ``inputs`` (None: the tensors of the previous call, as they are now); ``op``
         and ``fields`` name another request on them (hash, time, an unobserved call). ``expected_s``: how
         long it should take (default: as long as the slowest call so far)."""
@@ -214,7 +220,7 @@ class _Kernel:
             expected_s = max(self.call_trips_s)  # a call may compile again (new specialisation)
         start = time.perf_counter()
         try:
-            reply, outs = self.request(body, tensors, expected_s)
+            reply, outs = self.request(body, tensors, expected_s, notes)
         except Failed as f:
             if f.status in ("runtime_error", "compile_failed", "timeout"):
                 f.reason = f"kernel_function {'hung' if f.status == 'timeout' else 'raised'} ({where}): {f.reason}"
@@ -281,22 +287,23 @@ def _verify(req: VerifyRequest, checks: Checks, runner: KernelProcess) -> tuple[
 
 def time_after_checks(req: VerifyRequest, kernel: _Kernel, module: Any, pool: _SharedPool, sandbox: str) -> TimingResult:
     """Time the verified kernel in its runner on the timing seed's inputs, as the timing child would,
-    and check the call after the timed ones. Never raises: a failure is the timing's status."""
+    and check the outputs of the timed repetitions it kept and the samples of a few repetitions chosen
+    here afterwards. Never raises: a failure is the timing's status."""
     assert req.timing is not None
     knobs, spec = req.timing, req.spec
     start = time.perf_counter()
     checks = Checks()  # the timing's own: its failures fail the timing, not the verdict
-    seed = nudge_seed()  # the places changed between repetitions and for the last call
     timing: Timing | None = None
     waited_s = 0.0
     compiled_hash = None
-    common = dict(target=req.kernel_path, perturb_seed=seed, sandbox=sandbox)
+    common: dict[str, Any] = dict(target=req.kernel_path, sandbox=sandbox)
     try:
         with pool:
             instance = instantiate(module, spec, knobs.seed)
-            probe = [t.clone() if isinstance(t, torch.Tensor) else t for t in instance.inputs]
-        perturb_(probe, seed)
-        reference = reference_output(ProblemInstance(instance.model, probe), spec)
+        # This process's own copies, apart from the memory shared with the runner: the references for
+        # the kept repetitions are made from them, whatever the kernel does to its inputs or weights.
+        pristine = [t.clone() if isinstance(t, torch.Tensor) else t for t in instance.inputs]
+        model = copy.deepcopy(instance.model)
         values = model_values(instance.model)
         checks.steps.end("inputs")
         if spec.device.startswith("cuda"):
@@ -310,31 +317,23 @@ def time_after_checks(req: VerifyRequest, kernel: _Kernel, module: Any, pool: _S
             waited_s = waited
             checks.steps.end("locked")
             expected_s = expected_measure_s(spec.device.startswith("cuda"), kernel.warm_call_s(), **budget)
-            reply, _ = kernel.call(inputs, values, "timed", op="time", expected_s=expected_s, nudge_seed=seed,
-                                   dtype=spec.dtype, shapes=spec.shapes, budget=budget | {"screen_above_ms": knobs.screen_above_ms})  # fmt: skip
+            notes: list[dict[str, Any]] = []  # each change's seed, sent before the change is made
+            reply, outs = kernel.call(inputs, values, "timed", op="time", expected_s=expected_s, notes=notes,
+                                      dtype=spec.dtype, shapes=spec.shapes,
+                                      budget=budget | {"screen_above_ms": knobs.screen_above_ms})  # fmt: skip
         checks.steps.end("measured")
+        # The runner's copies, shared: its device was synchronised before it replied, and it runs nothing
+        # of the kernel's until asked again (a thread left running fails background_work below).
+        kept, sampled = _kept(reply, outs), _sampled(reply, outs)
         timing = Timing.model_validate(reply["timing"])
+        checked = choose_checked(timing.n)  # drawn here, after the calls: the runner never knows them
+        common["checked_reps"] = sorted({k.rep for k in kept} | set(checked))
         _check_evidence(reply, checks, "during the timed calls")
         for check in timing_checks(timing, spec.device, knobs.screen_above_ms):
             checks.record(check.name, check.passed, check.detail)
-        with pool:
-            for t, p in zip(instance.inputs, probe, strict=True):
-                if isinstance(t, torch.Tensor):
-                    t.copy_(p)  # the inputs the reference was made for, whatever the timed calls left
-        if spec.device.startswith("cuda"):
-            torch.cuda.synchronize()
-        reply, outs = kernel.call(None, values, "after the timed calls", observe=False)
-        _check_evidence(reply.get("report") or {}, checks, "after the timed calls")
-        problem = reply.get("structure") or _structure_problem(outs, int(reply.get("n_outputs", len(outs))),
-                                                                _as_list(reference), spec)  # fmt: skip
-        for k, (o, r) in enumerate(zip(outs, _as_list(reference), strict=False)):
-            cmp = compare(o, r, req.tolerance) if problem is None else None
-            if cmp is not None and not cmp.passed:
-                wrong = cmp.n_mismatched + cmp.n_unwritten + cmp.n_unexpected_nonfinite
-                problem = f"output {k}: {wrong} of {cmp.n} elements wrong (max abs err {cmp.max_abs_err:.4g})"
-        checks.record("output_after_timing", problem is None,
-                "a call after the timed repetitions, on inputs changed at random places, gave a wrong answer: "
-                f"{problem}")  # fmt: skip
+        seeds = _seeds(notes)
+        problem = wrong_timed(kept, sampled, checked, timing.n, seeds, pristine, model, spec, req.tolerance)
+        checks.record("timed_outputs", problem is None, problem or "")
         checks.steps.end("checked")
     except Failed as f:
         status = f.status if f.status in ("crashed", "timeout") else "failed"
@@ -347,6 +346,36 @@ def time_after_checks(req: VerifyRequest, kernel: _Kernel, module: Any, pool: _S
                             traceback=traceback.format_exc(), checks=checks.results, steps_s=checks.steps.ended, **common)  # fmt: skip
     return TimingResult(status="ok", timing=timing, lock_wait_s=waited_s, duration_s=time.perf_counter() - start,
                         checks=checks.results, compiled_hash=compiled_hash, steps_s=checks.steps.ended, **common)  # fmt: skip
+
+
+def _seeds(notes: list[dict[str, Any]]) -> list[int]:
+    try:
+        return [int(note["nudge_seed"]) for note in notes]
+    except (KeyError, TypeError, ValueError) as e:
+        raise Failed("crashed", f"unreadable seeds from the kernel's process: {type(e).__name__}: {e}") from e
+
+
+def _kept(reply: dict[str, Any], outs: list[torch.Tensor]) -> list[Kept]:
+    """The runner's kept repetitions (``kernel_runner._Runner.time``), read strictly."""
+    try:
+        return [Kept(rep=int(k["rep"]), changes=int(k["changes"]),
+                     outputs=[None if i is None else outs[int(i)] for i in k["outputs"]],
+                     returned=[str(r) for r in k["returned"]]) for k in reply["kept"]]  # fmt: skip
+    except (KeyError, TypeError, ValueError, IndexError) as e:
+        raise Failed("crashed", f"unreadable kept outputs from the kernel's process: {type(e).__name__}: {e}") from e
+
+
+def _sampled(reply: dict[str, Any], outs: list[torch.Tensor]) -> Sampled:
+    """The runner's samples of every timed repetition (``kernel_runner._Runner.time``), read strictly."""
+    try:
+        body = reply["sampled"]
+        reps = [SampledRep(rep=int(rep), changes=int(changes), seed=int(seed), returned=[str(r) for r in returned],
+                           shapes=[None if s is None else [int(d) for d in s] for s in shapes])
+                for rep, changes, seed, returned, shapes in body["reps"]]  # fmt: skip
+        return Sampled(reps, [None if i is None else outs[int(i)] for i in body["values"]])
+    except (KeyError, TypeError, ValueError, IndexError) as e:
+        why = f"unreadable samples from the kernel's process: {type(e).__name__}: {e}"
+        raise Failed("crashed", why) from e
 
 
 def _checked_call(

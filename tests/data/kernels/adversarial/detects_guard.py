@@ -1,9 +1,8 @@
 """Cheat: behaves only when observed. Under a dispatch mode (verification) it computes honestly;
 otherwise (timing) it returns an unwritten tensor.
 
-Not caught by verification (it is always observed there). Caught by timing: the output of a call made
-after the timed repetitions, on inputs changed at random places, is checked against a reference
-computed before the kernel was imported (output_after_timing).
+Not caught by verification (it is always observed there). Caught by timing: the outputs of timed
+repetitions kept at random are checked against references for the inputs each saw (timed_outputs).
 """
 
 import os

@@ -1,9 +1,9 @@
 """Cheat: at import, writes a passing result into the child's result file (verdict and timing
 shapes alike), then exits before anyone can say otherwise.
 
-Caught: verification: the kernel's process may not write there (Landlock), and the judge that writes
-the result is another process that outlives it (crashed); timing: the forged file is not signed with
-the job's key (crashed).
+Caught: the kernel's process may not write there (Landlock), and the judge that writes the result,
+in verification and in timing alike, is another process that outlives it (crashed); without Landlock
+the forged file is not signed with the job's key (crashed).
 """
 
 import json

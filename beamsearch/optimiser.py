@@ -1,0 +1,164 @@
+"""The offline optimiser in the round loop: the driver's searchers over the beam's knob spaces.
+
+Like a Ray Tune searcher beside its trial runner: when a round is planned, the optimiser asks each
+searcher for points, renders each point into a candidate kernel, and gives every result back to the
+searcher whose point it was (a time, or the failure's text: a compile failure or a kernel out of
+resources is a limit the searcher learns). There is one searcher per knob space: a beam kernel the
+optimiser made is a point of its root kernel's space, so it is searched through that root's searcher,
+not a second one over the same points. The roofline class of the root orders the first points; it never
+rules a region out.
+
+Planning always starts from the saved ``OptimiserState`` (part of the BeamState), so a resumed round
+plans exactly the tasks its first session did. A point whose kernel the run has already measured is
+told that kernel's outcome instead of running again, so no kernel is ever a candidate twice.
+
+Pure: no Ray, no GPU, no files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from typing import Protocol
+
+from beamsearch.beam import code_hash
+from beamsearch.schema import Kernel
+from beamsearch.state import BeamEntry, BeamState, OptimiserState, Outcome, SpaceSearch, Task, TaskResult
+from workers.proposers.knob_space import describe, render, space_of
+from workers.proposers.searcher import Searcher, SearcherState, first_points
+
+# Candidates a round hands each worker by default: no worker waits long for the round's last one.
+PER_WORKER = 4
+Point = dict[str, int]
+
+
+class SearcherLike(Protocol):
+    def suggest(self, n: int) -> list[Point]: ...
+    def observe(self, point: Point, time_ms: float | None, failure: str | None = None) -> None: ...
+    def state(self) -> SearcherState: ...
+
+
+MakeSearcher = Callable[..., SearcherLike]  # (space, seed, state=, first=, budget=), as Searcher
+
+
+class Optimiser:
+    """The searchers of one round: ``plan`` its tasks, ``observe`` each result, ``state`` to save."""
+
+    def __init__(self, saved: OptimiserState, sizes: dict[str, int] | None, seed: int, budget: int | None,
+                 make: MakeSearcher = Searcher) -> None:  # fmt: skip
+        """``sizes``: the problem's dimensions, which bound the block sizes (``space_of``); ``budget``: the
+        candidates the run means to spend, given to a new searcher (exhaustive when its space fits);
+        ``make``: the searcher class (with its exhaustive strategy for a sweep)."""
+        self.sizes, self.seed, self.budget, self.make = sizes, seed, budget, make
+        self.searches: dict[str, SpaceSearch] = dict(saved.searches)
+        self.outcomes: dict[str, Outcome] = dict(saved.outcomes)
+        self.live: dict[str, SearcherLike] = {}
+        # task id -> the (search, point) pairs its candidate answers
+        self.points: dict[str, list[tuple[str, Point]]] = {}
+
+    # ------------------------------------------------------------------------------------------- planning
+    def plan(self, state: BeamState, round_: int, count: int) -> list[Task]:
+        """Up to ``count`` tasks, each a new kernel at a searcher's next point, the round's share going to the
+        beam's spaces in the order of their fastest kernel; a searcher with fewer points left gives its
+        share to the others. Fewer than ``count`` (none) only when every space is exhausted."""
+        for entry in [*state.beam, *([state.input] if state.input else [])]:
+            self.outcomes.setdefault(code_hash(entry.kernel.source), Outcome(time_ms=entry.median_ms))
+        parents: dict[str, BeamEntry] = {}  # search key -> the fastest beam kernel in its space
+        for entry in state.beam[: state.config.beam_width]:
+            key = self._search_of(entry)
+            if key is not None:
+                parents.setdefault(key, entry)
+        tasks: list[Task] = []
+        planned: dict[str, str] = {}  # code hash -> the task planned with that kernel
+        active = list(parents)
+        while len(tasks) < count and active:
+            left = count - len(tasks)
+            for i, key in enumerate(list(active)):
+                share = left // len(active) + (i < left % len(active))
+                if share and self._take(key, share, parents[key], state, round_, tasks, planned) < share:
+                    active.remove(key)
+        return tasks
+
+    def _search_of(self, entry: BeamEntry) -> str | None:
+        """The key of the search whose space ``entry`` is a point of; a new search rooted at ``entry`` if
+        none is; None for a kernel with no knobs."""
+        kernel = entry.kernel
+        if kernel.origin == "tuner" and kernel.parent_hash in self.searches:
+            return kernel.parent_hash
+        if kernel.hash in self.searches:
+            return kernel.hash
+        space = space_of(kernel.source, self.sizes)
+        if not space.dims:
+            return None
+        bottleneck = entry.roofline.bottleneck if entry.roofline is not None else "unknown"
+        searcher = self.make(space, self._seed(kernel.hash), state=None, first=first_points(space, bottleneck),
+                             budget=self.budget)  # fmt: skip
+        self.live[kernel.hash] = searcher
+        self.searches[kernel.hash] = SpaceSearch(root_id=entry.id, root=kernel, space=space, budget=self.budget,
+                                                 searcher=searcher.state())  # fmt: skip
+        return kernel.hash
+
+    def _take(self, key: str, n: int, parent: BeamEntry, state: BeamState, round_: int, tasks: list[Task],
+              planned: dict[str, str]) -> int:  # fmt: skip
+        """Append up to ``n`` new tasks from search ``key``'s next points; returns how many."""
+        search, searcher = self.searches[key], self._searcher(key)
+        made = 0
+        while made < n and (points := searcher.suggest(n - made)):
+            for point in points:
+                source = render(search.root.source, search.space, point)
+                code = code_hash(source)
+                if code in planned:  # two points, one kernel: both learn from its one candidate
+                    self.points[planned[code]].append((key, point))
+                    continue
+                known = self.outcomes.get(code)
+                if known is None and code in state.seen:
+                    known = Outcome(
+                        failure=f"duplicate: the run already tried this kernel as {state.seen[code]}"
+                    )
+                if known is not None:
+                    searcher.observe(point, known.time_ms, known.failure)
+                    continue
+                kernel = Kernel(source=source, origin="tuner", parent_hash=key,
+                                note=f"{describe(search.space, point)} (knob space of {search.root_id})")  # fmt: skip
+                task = Task(id=f"r{round_}-t{len(tasks)}", round=round_, direction=made, parent=parent, spec=state.spec,
+                            config=state.config, floor=state.floor, kernel=kernel)  # fmt: skip
+                tasks.append(task)
+                planned[code] = task.id
+                self.points[task.id] = [(key, point)]
+                made += 1
+        return made
+
+    # ------------------------------------------------------------------------------------------- learning
+    def observe(self, result: TaskResult) -> None:
+        """Teach the searchers whose points ``result``'s candidate answers; other results are ignored."""
+        answers = self.points.get(result.task_id)
+        if not answers:
+            return
+        outcome = outcome_of(result)
+        if result.kernel is not None:
+            self.outcomes[code_hash(result.kernel.source)] = outcome
+        for key, point in answers:
+            self._searcher(key).observe(point, outcome.time_ms, outcome.failure)
+
+    def state(self) -> OptimiserState:
+        searches = {k: s.model_copy(update={"searcher": self.live[k].state()}) if k in self.live else s
+                    for k, s in self.searches.items()}  # fmt: skip
+        return OptimiserState(searches=searches, outcomes=self.outcomes)
+
+    def _searcher(self, key: str) -> SearcherLike:
+        if key not in self.live:
+            search = self.searches[key]
+            self.live[key] = self.make(search.space, self._seed(key), state=search.searcher, first=(),
+                                       budget=search.budget)  # fmt: skip
+        return self.live[key]
+
+    def _seed(self, key: str) -> int:
+        return int(hashlib.sha256(f"{self.seed}:{key}".encode()).hexdigest()[:8], 16)
+
+
+def outcome_of(result: TaskResult) -> Outcome:
+    """A time for a candidate timed and ranked (or a duplicate of a kernel's compiled code, timed too);
+    otherwise the failure's status and reason (``rejected: compile_failed: ...``)."""
+    if result.status in ("ok", "duplicate") and result.median_ms is not None:
+        return Outcome(time_ms=result.median_ms)
+    return Outcome(failure=f"{result.status}: {result.reason}"[:1000])

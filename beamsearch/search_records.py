@@ -1,0 +1,67 @@
+"""What the offline optimiser searches and learns, as plain data: a kernel's joint knob space and a
+searcher's state. Shared data: the driver's resume point (``beamsearch.state``) holds it, and the
+proposers (``workers.proposers.knob_space``, ``workers.proposers.searcher``) build and use it."""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from beamsearch.schema import Record
+
+Strategy = Literal["exhaustive", "tpe", "hybrid", "random", "coordinate"]
+
+
+class KnobDim(Record):
+    """One dimension of the space: ``values`` ascending, ``start`` the kernel's own value (among them)."""
+
+    name: str  # "<launch>:<knob>"
+    kind: str  # "block", "warps", "stages" or "grid" (the tuner's KnobKind)
+    values: list[int]
+    start: int
+
+
+class KnobSpace(Record):
+    dims: list[KnobDim]
+
+    def size(self) -> int:
+        """The number of points (the product of the dimensions' value counts); 1 for a space without knobs."""
+        return math.prod(len(d.values) for d in self.dims)
+
+    def start(self) -> dict[str, int]:
+        """The kernel's own point."""
+        return {d.name: d.start for d in self.dims}
+
+    def dim(self, name: str) -> KnobDim:
+        for d in self.dims:
+            if d.name == name:
+                return d
+        raise ValueError(
+            f"no knob {name!r} in this space (knobs: {', '.join(d.name for d in self.dims) or 'none'})"
+        )
+
+    def complete(self, point: dict[str, int]) -> dict[str, int]:
+        """``point`` with every name of the space, missing ones at their start, in the space's order.
+        Raises ValueError on an unknown name or a value the dimension does not allow."""
+        for name, value in point.items():
+            dim = self.dim(name)
+            if value not in dim.values:
+                raise ValueError(f"{name}={value} is not a legal value (legal: {dim.values})")
+        return {d.name: point.get(d.name, d.start) for d in self.dims}
+
+
+class Observation(Record):
+    point: dict[str, int]
+    time_ms: float | None  # None when the candidate failed
+    failure: str | None = None  # the failure's text ("compile_failed: out of resource: shared memory ...")
+
+
+class SearcherState(Record):
+    """Everything a Searcher learned; goes in the resume point (state.json)."""
+
+    space: KnobSpace = KnobSpace(dims=[])  # the space it searched, to refuse another space's state
+    strategy: Strategy = "hybrid"
+    first: list[dict[str, int]] = []  # the points to try first, as given
+    suggested: list[dict[str, int]] = []  # in order
+    observations: list[Observation] = []
+    limits: list[dict[str, int]] = []  # points that ran out of resources: they and points above are out

@@ -1,0 +1,126 @@
+"""The joint knob space: every knob of every launch with legal values, and kernels written at a point."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from beamsearch.problems import resolve_problem
+from beamsearch.schema import RunSpec
+from workers.proposers.knob_space import KnobSpace, describe, render, space_of
+from workers.proposers.tuner import find_knobs
+from workers.verify import verify_kernel
+
+# Two kernels, three launches (one of them twice), a tl.dot, a grid of two axes: parsed, never run.
+SOURCE = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def mm_kernel(a, b, c, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, K, BLOCK_K):
+        acc += tl.dot(tl.load(a), tl.load(b))
+    tl.store(c, acc)
+
+
+@triton.jit
+def scale_kernel(x, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x + offs, tl.load(x + offs, mask=offs < n) * 2, mask=offs < n)
+
+
+def kernel_function(a, b, c):
+    M, K = a.shape
+    N = b.shape[1]
+    BLOCK_M = 32
+    grid = (triton.cdiv(M, BLOCK_M), triton.cdiv(N, 32))
+    mm_kernel[grid](a, b, c, M, N, K, BLOCK_M=BLOCK_M, BLOCK_N=32, BLOCK_K=32)
+    scale_kernel[(triton.cdiv(c.numel(), 1024),)](c, c.numel(), BLOCK=1024, num_warps=4)
+    scale_kernel[(triton.cdiv(c.numel(), 256),)](c, c.numel(), BLOCK=256)
+    return c
+"""
+
+
+def dims(space: KnobSpace) -> dict[str, tuple[str, list[int], int]]:
+    return {d.name: (d.kind, d.values, d.start) for d in space.dims}
+
+
+def test_every_knob_of_every_launch_with_legal_values() -> None:
+    space = dims(space_of(SOURCE))
+    assert list(space) == ["mm_kernel:BLOCK_M", "mm_kernel:grid_swap", "mm_kernel:BLOCK_N", "mm_kernel:BLOCK_K",
+                           "mm_kernel:num_warps", "mm_kernel:num_stages", "scale_kernel:BLOCK", "scale_kernel:num_warps",
+                           "scale_kernel:BLOCK#2", "scale_kernel:num_warps#2"]  # fmt: skip
+    # A tl.dot needs tiles of at least 16; without sizes, up to 16x the kernel's own value.
+    assert space["mm_kernel:BLOCK_M"] == ("block", [16, 32, 64, 128, 256, 512], 32)
+    assert space["mm_kernel:grid_swap"] == ("grid", [0, 1], 0)
+    assert space["mm_kernel:num_warps"] == ("warps", [1, 2, 4, 8, 16], 4)
+    assert space["mm_kernel:num_stages"] == ("stages", [1, 2, 3, 4, 5], 3)  # it loops
+    assert space["scale_kernel:BLOCK"] == ("block", [1 << e for e in range(6, 15)], 1024)
+    assert "scale_kernel:num_stages" not in space  # no loop: stages do nothing
+
+
+def test_problem_sizes_bound_the_blocks_by_name() -> None:
+    space = dims(space_of(SOURCE, sizes={"M": 100, "N": 5000, "K": 64}))
+    assert space["mm_kernel:BLOCK_M"][1] == [16, 32, 64, 128]  # next power of two of M
+    assert space["mm_kernel:BLOCK_N"][1][-1] == 8192
+    assert space["mm_kernel:BLOCK_K"][1] == [16, 32, 64]
+    assert space["scale_kernel:BLOCK"][1] == [1 << e for e in range(6, 14)]  # no axis named: the largest size
+
+
+def test_size_counts_every_combination() -> None:
+    space = space_of(SOURCE, sizes={"M": 64, "N": 64, "K": 64})
+    assert space.size() == 3 * 2 * 3 * 3 * 5 * 5 * 5 * 5 * 5 * 5  # blocks span up to their own values
+    assert space_of("def kernel_function(x):\n    return x\n").size() == 1  # no knobs: the kernel itself
+    assert space_of("def broken(:\n").dims == []
+
+
+def test_render_writes_every_knob_and_find_knobs_reads_it_back() -> None:
+    space = space_of(SOURCE)
+    point = {"mm_kernel:BLOCK_M": 128, "mm_kernel:BLOCK_N": 256, "mm_kernel:BLOCK_K": 64, "mm_kernel:grid_swap": 1,
+             "mm_kernel:num_warps": 8, "mm_kernel:num_stages": 4, "scale_kernel:BLOCK": 4096,
+             "scale_kernel:num_warps": 16, "scale_kernel:BLOCK#2": 512, "scale_kernel:num_warps#2": 2}  # fmt: skip
+    new = render(SOURCE, space, point)
+    ast.parse(new)
+    assert space_of(new).start() == point | {"mm_kernel:grid_swap": 0}  # the swapped grid is its own start
+    assert {(k.launch, k.name, k.value) for k in find_knobs(new)} >= {("mm_kernel", "num_warps", 8),
+                                                                      ("scale_kernel", "BLOCK", 512)}  # fmt: skip
+    assert "grid = (triton.cdiv(N, 32), triton.cdiv(M, BLOCK_M))" in new and "pid_m = tl.program_id(1)" in new
+
+
+def test_render_at_the_start_is_the_source_and_a_partial_point_keeps_the_rest() -> None:
+    space = space_of(SOURCE)
+    assert render(SOURCE, space, space.start()) == SOURCE
+    new = render(SOURCE, space, {"scale_kernel:num_warps#2": 8})
+    assert new == SOURCE.replace("BLOCK=256)", "BLOCK=256, num_warps=8)")
+    assert describe(space, {"scale_kernel:num_warps#2": 8}) == "scale_kernel:num_warps#2 4 -> 8"
+    assert describe(space, {"mm_kernel:grid_swap": 1}) == "mm_kernel:grid_swap (axes 0<->1)"
+    assert describe(space, space.start()) == "the kernel as written"
+
+
+def test_render_refuses_bad_points_and_another_kernels_space() -> None:
+    space = space_of(SOURCE)
+    with pytest.raises(ValueError, match="not a legal value"):
+        render(SOURCE, space, {"mm_kernel:BLOCK_M": 48})
+    with pytest.raises(ValueError, match="no knob 'BLOCK_M'"):
+        render(SOURCE, space, {"BLOCK_M": 64})
+    with pytest.raises(ValueError, match="not built from this source"):
+        render(SOURCE.replace("BLOCK=1024", "BLOCK=2048"), space, {})
+
+
+def test_a_point_far_from_the_start_verifies_under_the_interpreter(tmp_path) -> None:
+    problem = resolve_problem("43")  # max-pool 3D: a block, warps and stages
+    source = open(problem.input_kernel_path).read()
+    space = space_of(source)
+    point = {
+        d.name: d.values[-1] if d.kind == "warps" else d.values[0] for d in space.dims
+    }  # 16 warps, small
+    path = tmp_path / "kernel.py"
+    path.write_text(render(source, space, point))
+    spec = RunSpec(problem_path=problem.problem_path, shapes="small", device="cpu")
+    verdict = verify_kernel(spec, str(path))
+    assert verdict.passed, f"{describe(space, point)}: {verdict.status}: {verdict.reason}"

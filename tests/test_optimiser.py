@@ -1,0 +1,244 @@
+"""The offline optimiser's side of the round loop (beamsearch/optimiser.py), without Ray or a GPU: how a
+round's tasks are planned from the searchers, what each searcher is told, and that a plan rebuilt from the
+saved state is the plan the first session made.
+
+The knob space here is a small fake one over the test kernel's ``BLOCK_R`` and ``num_warps`` (so these
+tests do not depend on how ``space_of`` reads kernels); the searcher is a seeded shuffle of the space
+that records what it is told.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+
+from beamsearch import optimiser as optimiser_module
+from beamsearch.beam import code_hash
+from beamsearch.config import SearchConfig
+from beamsearch.optimiser import Optimiser, outcome_of
+from beamsearch.problems import problem_sizes
+from beamsearch.schema import Kernel, Roofline, RunSpec
+from beamsearch.state import BeamEntry, BeamState, OptimiserState, TaskResult
+from tests.conftest import DATA
+from workers.proposers.knob_space import KnobDim, KnobSpace
+from workers.proposers.searcher import Observation, SearcherState
+
+SOURCE = (DATA / "search" / "input_kernel.py").read_text()
+SPACE = KnobSpace(dims=[KnobDim(name="scale_kernel:BLOCK_R", kind="block", values=[1, 2, 4, 8, 16], start=4),
+                        KnobDim(name="scale_kernel:num_warps", kind="warps", values=[1, 2, 4, 8], start=4)])  # fmt: skip
+
+
+def fake_render(source: str, space: KnobSpace, point: dict[str, int]) -> str:
+    block = point.get("scale_kernel:BLOCK_R", 4)
+    warps = point.get("scale_kernel:num_warps", 4)
+    # BLOCK_R 1 and 2 launch the same code here, so two points can render one kernel
+    return source.replace("BLOCK_R = 4", f"BLOCK_R = {max(block, 2)}").replace(
+        "num_warps=4", f"num_warps={warps}"
+    )
+
+
+class ShuffleSearcher:
+    """Every point once, ``first`` ones first, then a seeded shuffle; records what it is told."""
+
+    told: list[Observation]
+
+    def __init__(self, space, seed, state=None, first=(), budget=None) -> None:
+        names = [d.name for d in space.dims]
+        points = [
+            dict(zip(names, v, strict=True)) for v in itertools.product(*(d.values for d in space.dims))
+        ]
+        random.Random(seed).shuffle(points)
+        first = [p for p in first if p in points]
+        self.order = first + [p for p in points if p not in first]
+        self._state = state or SearcherState(space=space, strategy="random")
+        self.told = list(self._state.observations)
+        self.suggested = list(self._state.suggested)
+        self.order = [p for p in self.order if p not in self.suggested]
+
+    def suggest(self, n):
+        out, self.order = self.order[:n], self.order[n:]
+        self.suggested += out
+        return out
+
+    def observe(self, point, time_ms, failure=None):
+        self.told.append(Observation(point=point, time_ms=time_ms, failure=failure))
+
+    def state(self):
+        return self._state.model_copy(update={"suggested": self.suggested, "observations": self.told})
+
+
+@pytest.fixture(autouse=True)
+def fake_space(monkeypatch):
+    monkeypatch.setattr(optimiser_module, "space_of", lambda source, sizes=None: SPACE if "scale_kernel" in source
+                        else KnobSpace(dims=[]))  # fmt: skip
+    monkeypatch.setattr(optimiser_module, "render", fake_render)
+    monkeypatch.setattr(optimiser_module, "describe", lambda space, point: str(sorted(point.items())))
+    start = {"scale_kernel:BLOCK_R": 4, "scale_kernel:num_warps": 4}
+    monkeypatch.setattr(optimiser_module, "first_points", lambda space, bottleneck: [start, {**start, "scale_kernel:num_warps": 8}]
+                        if bottleneck == "memory" else [start])  # fmt: skip
+
+
+def beam_state(beam_width: int = 2, roofline: str = "memory") -> BeamState:
+    spec = RunSpec(problem_path=str(DATA / "scale_rows_problem.py"), shapes="small", device="cpu")
+    roof = Roofline(
+        compute_sol_pct=10.0,
+        memory_sol_pct=80.0,
+        bottleneck=roofline,
+        at_roofline=False,
+        underutilized_below_pct=20.0,
+        at_roofline_pct=90.0,
+    )
+    entry = BeamEntry(
+        id="input", kernel=Kernel(source=SOURCE, origin="input"), median_ms=5.0, round=0, roofline=roof
+    )
+    return BeamState(config=SearchConfig(problem="p", beam_width=beam_width), problem="p", spec=spec, beam=[entry],
+                     input=entry, seen={code_hash(SOURCE): "input"})  # fmt: skip
+
+
+def result_of(task, ms: float | None, status: str = "ok", reason: str = "") -> TaskResult:
+    timing = None
+    if ms is not None:
+        from tests.test_task import _timing
+
+        timing = _timing("ok", ms)
+    return TaskResult(task_id=task.id, parent_id=task.parent.id, round=task.round, direction=task.direction,
+                      status=status, reason=reason, kernel=task.kernel, timing=timing)  # fmt: skip
+
+
+def run_round(opt: Optimiser, state: BeamState, round_: int, count: int, times) -> tuple[list, BeamState]:
+    """Plan, 'run' every task with ``times(task)``, observe, and save as the driver does."""
+    tasks = opt.plan(state, round_, count)
+    seen = dict(state.seen)
+    for t in tasks:
+        ms = times(t)
+        opt.observe(
+            result_of(t, ms)
+            if ms is not None
+            else result_of(t, None, "rejected", "compile_failed: out of resource")
+        )
+        seen[code_hash(t.kernel.source)] = t.id
+    return tasks, state.model_copy(update={"optimiser": opt.state(), "seen": seen, "round": round_})
+
+
+def block_of(task) -> int:
+    return int(task.kernel.source.split("BLOCK_R = ")[1].split()[0])
+
+
+def test_a_round_plans_the_count_asked_from_the_searcher_and_never_repeats_a_kernel() -> None:
+    state = beam_state()
+    sources: list[str] = []
+    for round_ in (1, 2, 3):
+        opt = Optimiser(state.optimiser, {}, seed=0, budget=None, make=ShuffleSearcher)
+        tasks, state = run_round(opt, state, round_, 5, lambda t: 10.0 - block_of(t))
+        assert len(tasks) == 5 and [t.id for t in tasks] == [f"r{round_}-t{i}" for i in range(5)]
+        assert all(t.kernel.origin == "tuner" and t.kernel.parent_hash == Kernel(source=SOURCE, origin="input").hash
+                   and t.parent.id == "input" for t in tasks)  # fmt: skip
+        sources += [t.kernel.source for t in tasks]
+    assert SOURCE not in sources and len({code_hash(s) for s in sources}) == len(sources) == 15
+    search = state.optimiser.searches[Kernel(source=SOURCE, origin="input").hash]
+    told = search.searcher.observations
+    # The start point renders the input: told the input's time, not run; the memory-bound class's next point
+    # (more warps) was the first candidate of round 1.
+    assert told[0] == Observation(point={"scale_kernel:BLOCK_R": 4, "scale_kernel:num_warps": 4}, time_ms=5.0)
+    assert "num_warps=8" in sources[0] and "BLOCK_R = 4" in sources[0]
+    assert search.root_id == "input" and len(search.searcher.suggested) == len(told)
+
+
+def test_points_with_one_kernel_share_its_candidate_and_all_learn_its_time() -> None:
+    state = beam_state()
+    opt = Optimiser(state.optimiser, {}, seed=0, budget=None, make=ShuffleSearcher)
+    tasks, state = run_round(opt, state, 1, 20, lambda t: 1.0 + block_of(t))
+    assert (
+        len(tasks) == 20 - 1 - 4
+    )  # 20 points: the input's, and 4 whose BLOCK_R 1 renders BLOCK_R 2's kernel
+    told = state.optimiser.searches[Kernel(source=SOURCE, origin="input").hash].searcher.observations
+    assert len(told) == 20
+    ones = [o for o in told if o.point["scale_kernel:BLOCK_R"] == 1]
+    assert len(ones) == 4 and all(o.time_ms == 3.0 for o in ones)
+    again = Optimiser(state.optimiser, {}, seed=0, budget=None, make=ShuffleSearcher)
+    assert again.plan(state, 2, 5) == [], "an exhausted space plans nothing"
+
+
+def test_failures_are_told_with_their_status_and_reason() -> None:
+    state = beam_state()
+    opt = Optimiser(state.optimiser, {}, seed=0, budget=None, make=ShuffleSearcher)
+    tasks, state = run_round(opt, state, 1, 4, lambda t: None if block_of(t) >= 8 else 2.0)
+    told = state.optimiser.searches[Kernel(source=SOURCE, origin="input").hash].searcher.observations
+    failed = [o for o in told if o.time_ms is None]
+    assert failed and all(o.failure == "rejected: compile_failed: out of resource" for o in failed)
+    assert (
+        outcome_of(result_of(tasks[0], 1.5, status="suspect", reason="faster than the floor")).time_ms is None
+    )
+    assert (
+        outcome_of(result_of(tasks[0], 1.5, status="duplicate", reason="same compiled code")).time_ms == 1.5
+    )
+
+
+def test_a_resumed_round_plans_what_the_first_session_planned() -> None:
+    """The driver rebuilds the optimiser from the saved state every round: a second session (a resumed run)
+    gets the same tasks, with the same kernels, as the session that was cut short."""
+    state = beam_state()
+    opt = Optimiser(state.optimiser, {}, seed=3, budget=None, make=ShuffleSearcher)
+    _, state = run_round(opt, state, 1, 6, lambda t: 1.0 + block_of(t))
+    first = Optimiser(state.optimiser, {}, seed=3, budget=None, make=ShuffleSearcher).plan(state, 2, 6)
+    resumed_state = BeamState.model_validate_json(state.model_dump_json())  # through state.json
+    second = Optimiser(resumed_state.optimiser, {}, seed=3, budget=None, make=ShuffleSearcher).plan(
+        resumed_state, 2, 6
+    )
+    assert [(t.id, t.kernel) for t in first] == [(t.id, t.kernel) for t in second] and len(first) == 6
+    other_seed = Optimiser(OptimiserState(), {}, seed=4, budget=None, make=ShuffleSearcher).plan(
+        beam_state(), 1, 6
+    )
+    assert [t.kernel for t in other_seed] != [t.kernel for t in first]
+
+
+def test_a_beam_kernel_the_optimiser_made_is_searched_through_its_root() -> None:
+    """A child of the input's space in the beam is a point of that space: one searcher, not two over the
+    same points; its tasks take the fastest kernel of the space as their parent."""
+    state = beam_state()
+    opt = Optimiser(state.optimiser, {}, seed=0, budget=None, make=ShuffleSearcher)
+    tasks, state = run_round(opt, state, 1, 4, lambda t: 1.0 + block_of(t))
+    best = min(tasks, key=block_of)
+    child = BeamEntry(id=best.id, kernel=best.kernel, median_ms=1.0 + block_of(best), round=1)
+    state = state.model_copy(update={"beam": [child, state.input]})
+    tasks2 = Optimiser(state.optimiser, {}, seed=0, budget=None, make=ShuffleSearcher).plan(state, 2, 4)
+    assert len(tasks2) == 4 and {t.parent.id for t in tasks2} == {best.id}
+    assert all(t.kernel.parent_hash == Kernel(source=SOURCE, origin="input").hash for t in tasks2)
+
+
+def test_a_kernel_without_knobs_gets_no_searcher_and_the_round_goes_to_the_others() -> None:
+    state = beam_state()
+    plain = BeamEntry(id="r1-x", kernel=Kernel(source="def kernel_function(x):\n    return x\n", origin="llm"),
+                      median_ms=0.5, round=1)  # fmt: skip
+    state = state.model_copy(update={"beam": [plain, *state.beam]})
+    tasks = Optimiser(state.optimiser, {}, seed=0, budget=None, make=ShuffleSearcher).plan(state, 1, 6)
+    assert len(tasks) == 6 and {t.parent.id for t in tasks} == {"input"}
+
+
+def test_problem_sizes_read_without_running_the_problem() -> None:
+    path = str(DATA / "scale_rows_problem.py")
+    assert problem_sizes(path, "full") == {"rows": 48, "cols": 80}
+    assert problem_sizes(path, "small") == {"rows": 20, "cols": 36}
+    assert problem_sizes(str(DATA / "kernels/syntax_error.py"), "full") == {}
+
+
+def test_the_minutes_budget_stops_the_run_before_a_round_and_is_auto_only_offline() -> None:
+    from beamsearch.display import Display
+    from beamsearch.driver import Driver
+
+    events: list[dict] = []
+    state = beam_state().model_copy(update={"elapsed_s": 301.0, "round": 2})
+    state = state.model_copy(
+        update={"config": state.config.model_copy(update={"budget_minutes": 5.0, "rounds": 8})}
+    )
+    driver = Driver(
+        state, pool=None, trace=None, display=Display(True, events.append), problem="p", versions={}
+    )
+    driver.run_rounds()  # no pool needed: no round may start
+    assert driver.state.round == 2 and driver.stop_reason.startswith("the budget of 5 minutes is spent")
+    assert events[-1]["event"] == "stop" and events[-1]["after_round"] == 2
+    assert SearchConfig(problem="p").minutes_budget() == 8.0
+    assert SearchConfig(problem="p", llm="openai/m").minutes_budget() is None
+    assert SearchConfig(problem="p", budget_minutes=None).minutes_budget() is None

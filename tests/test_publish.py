@@ -1,0 +1,86 @@
+"""beamsearch.publish: a finished run's folder into the published layout, without per-candidate files."""
+
+from __future__ import annotations
+
+import pytest
+
+from beamsearch import report as rep
+from beamsearch.publish import PublishError, main, publish
+from tests.test_report import PROBLEM, assert_png, record_run
+
+
+def files(folder) -> set[str]:
+    return {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}
+
+
+def test_publish_copies_the_rounds_and_writes_the_report(tmp_path) -> None:
+    run = tmp_path / "runs" / PROBLEM / "20260101T000000Z"
+    record_run(run)
+    (run / "events.jsonl").write_text("{}\n")
+    dest = tmp_path / "artifacts" / PROBLEM
+    dest.mkdir(parents=True)
+    (dest / "problem.py").write_text("# the problem's own\n")
+    (dest / "README.md").write_text("# RMSNorm\n\nHand-written.\n")
+    before = files(run)
+    assert publish(run, dest) == dest
+    assert files(run) == before  # the run folder is only read
+    published = files(dest)
+    assert not [f for f in published if "/candidates/" in f], "per-candidate files were published"
+    assert {"events.jsonl", "state.json"}.isdisjoint(published)
+    for n in (1, 3, 4):
+        assert {
+            f"optimization_trace/round_{n}/{name}"
+            for name in ("round.json", "kernel.py", "benchmark_results.json")
+        } <= published
+    assert (
+        "optimization_trace/round_2/round.json" in published
+    )  # a round where nothing passed is still recorded
+    assert {
+        "summary.json",
+        "optimized_kernel_beam_search.py",
+        "convergence.png",
+        "input_kernel.py",
+    } <= published
+    assert (dest / "problem.py").read_text() == "# the problem's own\n"  # inputs kept
+    assert (dest / "input_kernel.py").read_text() == (run / "optimization_trace/input/kernel.py").read_text()
+    assert (dest / "optimized_kernel_beam_search.py").read_text() == (
+        run / "optimized_kernel_beam_search.py"
+    ).read_text()
+    assert_png(dest / "convergence.png")
+    text = (dest / "README.md").read_text()
+    assert text.startswith("# RMSNorm\n\nHand-written.\n\n" + rep.START)
+    assert "Round 3: `r3-t0` at 1.610 ms" in text and "Its change: BLOCK change r3-t0" in text
+    # the best candidate's profile is found in the round it won, now that its own folder stays behind
+    assert "| Kernel duration | 2.500 ms | 1.600 ms | 0.64x |" in text
+    assert "candidates/" not in text  # no link to a folder that was not published
+    assert not list(dest.glob(".publishing-*"))
+
+
+def test_publish_refuses_to_overwrite_and_unfinished_runs(tmp_path, capsys) -> None:
+    run, dest = tmp_path / "run", tmp_path / "dest"
+    record_run(run)
+    publish(run, dest)
+    kept = (dest / "summary.json").read_text()
+    with pytest.raises(PublishError, match="already holds published results.*--force"):
+        publish(run, dest)
+    (dest / "optimization_trace/round_4/stale.txt").write_text("from an older publication")
+    publish(run, dest, force=True)
+    assert (dest / "summary.json").read_text() == kept and not (
+        dest / "optimization_trace/round_4/stale.txt"
+    ).exists()
+    cut_short = tmp_path / "cut"
+    record_run(cut_short, summary=False)
+    with pytest.raises(SystemExit) as exit_:
+        main([str(cut_short), "--to", str(tmp_path / "other")])
+    assert exit_.value.code == 2 and "no summary.json" in capsys.readouterr().err
+    assert not (tmp_path / "other").exists()
+
+
+def test_a_run_is_not_published_onto_itself(tmp_path) -> None:
+    """Replacing the destination's results would delete the run's own files before they are copied."""
+    run = tmp_path / PROBLEM
+    record_run(run)
+    before = files(run)
+    with pytest.raises(PublishError, match="the run folder itself"):
+        publish(run, run, force=True)
+    assert files(run) == before

@@ -1,0 +1,206 @@
+"""The searcher: reaches a known optimum, never repeats, learns resource limits, resumes exactly."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from scripts.searcher_bench import MODELS, optimum_ms
+from workers.proposers.knob_space import KnobDim, KnobSpace
+from workers.proposers.searcher import Searcher, SearcherState, first_points, is_resource_failure
+
+SPACE = KnobSpace(dims=[
+    KnobDim(name="k:BLOCK_M", kind="block", values=[16, 32, 64, 128, 256], start=32),
+    KnobDim(name="k:BLOCK_N", kind="block", values=[16, 32, 64, 128, 256], start=32),
+    KnobDim(name="k:grid_swap", kind="grid", values=[0, 1], start=0),
+    KnobDim(name="k:num_warps", kind="warps", values=[1, 2, 4, 8, 16], start=4),
+    KnobDim(name="k:num_stages", kind="stages", values=[1, 2, 3, 4, 5], start=3),
+])  # fmt: skip
+SMALL = KnobSpace(dims=SPACE.dims[:3])
+SHARED_MEMORY = "compile_failed: out of resource: shared memory, Required: 262144, Hardware limit: 232448"
+
+
+def key(point: dict[str, int]) -> tuple:
+    return tuple(sorted(point.items()))
+
+
+def drive(searcher: Searcher, cost, evaluations: int, batch: int = 8) -> list[dict[str, int]]:
+    """Suggest and observe ``batch`` points at a time, as rounds of workers do; the points in order."""
+    seen = []
+    while len(seen) < evaluations and (points := searcher.suggest(min(batch, evaluations - len(seen)))):
+        for point in points:
+            result = cost(point)
+            searcher.observe(point, None, result) if isinstance(result, str) else searcher.observe(
+                point, result
+            )
+        seen += points
+    return seen
+
+
+@pytest.mark.parametrize("model", MODELS, ids=lambda m: m.name)
+def test_the_default_strategy_reaches_the_known_optimum_within_a_budget(model) -> None:
+    optimum = optimum_ms(model)
+    for seed in range(2):
+        searcher = Searcher(model.space, seed, first=first_points(model.space, model.bottleneck), budget=250)
+        drive(searcher, model.cost, 250)
+        point, _ = searcher.best()
+        assert model.cost(point) <= 1.02 * optimum, f"seed {seed}: {point}"
+
+
+def test_never_repeats_a_point_and_says_when_the_space_is_spent() -> None:
+    searcher = Searcher(SMALL, seed=3)
+    points = drive(searcher, lambda p: 1.0 + p["k:BLOCK_M"] / p["k:BLOCK_N"], 1000, batch=7)
+    assert len(points) == len({key(p) for p in points}) == SMALL.size()
+    assert searcher.suggest(5) == []
+
+
+def test_large_spaces_never_repeat_either() -> None:
+    searcher = Searcher(SPACE, seed=0, budget=50)
+    assert searcher.state().strategy == "hybrid"
+    points = drive(searcher, lambda p: p["k:BLOCK_M"] * p["k:num_warps"] / p["k:BLOCK_N"], 120)
+    assert len(points) == len({key(p) for p in points}) == 120
+
+
+def test_small_spaces_are_searched_exhaustively_from_the_first_points() -> None:
+    first = [{"k:BLOCK_M": 256}, {"k:BLOCK_N": 16, "k:grid_swap": 1}]
+    searcher = Searcher(SMALL, seed=0, first=first, budget=SMALL.size())
+    assert searcher.state().strategy == "exhaustive"
+    points = drive(searcher, lambda p: 1.0, SMALL.size())
+    assert points[:2] == [{"k:BLOCK_M": 256, "k:BLOCK_N": 32, "k:grid_swap": 0},
+                          {"k:BLOCK_M": 32, "k:BLOCK_N": 16, "k:grid_swap": 1}]  # fmt: skip
+    assert {key(p) for p in points} == {key(dict(zip(["k:BLOCK_M", "k:BLOCK_N", "k:grid_swap"], v, strict=True)))
+                                        for v in itertools.product(*(d.values for d in SMALL.dims))}  # fmt: skip
+
+
+def test_the_exhaustive_order_goes_to_the_best_points_neighbours_first() -> None:
+    searcher = Searcher(SMALL, seed=0)
+    best = {"k:BLOCK_M": 128, "k:BLOCK_N": 128, "k:grid_swap": 1}
+    searcher.observe(SMALL.start(), 2.0)
+    searcher.observe(best, 1.0)
+    neighbours = searcher.suggest(5)
+    assert all(sum(a != b for a, b in zip(p.values(), best.values(), strict=True)) == 1 for p in neighbours)
+
+
+def test_a_resource_failure_rules_out_every_point_above_it() -> None:
+    searcher = Searcher(SPACE, seed=1, budget=10)
+    limit = {"k:BLOCK_M": 64, "k:BLOCK_N": 64, "k:grid_swap": 0, "k:num_warps": 4, "k:num_stages": 3}
+    searcher.observe(limit, None, SHARED_MEMORY)
+    assert searcher.state().limits == [limit]
+
+    def above(p: dict[str, int]) -> bool:
+        return (p["k:BLOCK_M"] >= 64 and p["k:BLOCK_N"] >= 64 and p["k:num_stages"] >= 3
+                and p["k:num_warps"] == 4 and p["k:grid_swap"] == 0)  # fmt: skip
+
+    points = drive(searcher, lambda p: 1.0 + abs(p["k:BLOCK_M"] - 256) + abs(p["k:num_warps"] - 4), 400)
+    assert not [p for p in points if above(p)]
+    assert len(points) == 400 and any(p["k:BLOCK_M"] >= 64 and p["k:num_warps"] == 8 for p in points)
+
+
+def test_other_failures_rule_out_only_their_point() -> None:
+    searcher = Searcher(SMALL, seed=0)
+    wrong = {"k:BLOCK_M": 64, "k:BLOCK_N": 64, "k:grid_swap": 0}
+    searcher.observe(wrong, None, "incorrect: 12 of 4096 values differ")
+    searcher.observe({"k:BLOCK_M": 16}, None)  # a failure without text
+    assert searcher.state().limits == []
+    points = drive(searcher, lambda p: 1.0, 100)
+    assert len(points) == SMALL.size() - 2 and wrong not in points
+    assert searcher.best() == (SMALL.start(), 1.0) or searcher.best()[1] == 1.0
+    assert is_resource_failure("CUDA error: too many resources requested for launch")
+    assert is_resource_failure("numel (2097152) exceeds triton maximum tensor numel (1048576)")
+    assert not is_resource_failure("incorrect: max abs error 0.5")
+
+
+@pytest.mark.parametrize("budget", [10, 1000], ids=["model-based", "exhaustive"])
+def test_a_restored_searcher_suggests_what_the_original_would(budget: int) -> None:
+    def cost(p: dict[str, int]) -> float | str:
+        if p["k:BLOCK_M"] * p["k:BLOCK_N"] * p["k:num_stages"] > 64 * 256 * 3:
+            return SHARED_MEMORY
+        return 1.0 + abs(p["k:BLOCK_M"] - 128) / 64 + abs(p["k:num_warps"] - 8) / 4 + p["k:grid_swap"] / 10
+
+    original = Searcher(SPACE, seed=5, first=first_points(SPACE, "memory"), budget=budget)
+    drive(original, cost, 40)
+    pending = original.suggest(3)  # suggested, not yet observed when the run stops
+    saved = SearcherState.model_validate_json(original.state().model_dump_json())
+    restored = Searcher(SPACE, seed=5, state=saved)
+    assert restored.state() == original.state() and restored.best() == original.best()
+    for _ in range(3):
+        nxt = original.suggest(6)
+        assert restored.suggest(6) == nxt
+        for p in nxt[:4]:  # some results arrive, some stay pending
+            result = cost(p)
+            for s in (original, restored):
+                s.observe(p, None, result) if isinstance(result, str) else s.observe(p, result)
+    assert not {key(p) for p in pending} & {key(p) for p in restored.state().suggested[-18:]}
+
+
+def test_the_same_seed_gives_the_same_search_and_another_seed_another() -> None:
+    def run(seed: int) -> list[dict[str, int]]:
+        return drive(Searcher(SPACE, seed, budget=10), lambda p: p["k:BLOCK_M"] / p["k:num_warps"], 48)
+
+    assert run(1) == run(1)
+    assert run(1) != run(2)
+
+
+def test_the_roofline_orders_the_first_points_and_forbids_nothing() -> None:
+    memory = first_points(SPACE, "memory")
+    assert memory[0] == SPACE.start()
+    assert {"k:BLOCK_M": 64, "k:BLOCK_N": 32, "k:grid_swap": 0, "k:num_warps": 4, "k:num_stages": 3} in memory
+    assert all(p["k:BLOCK_M"] >= 32 and p["k:num_warps"] >= 4 for p in memory)
+    under = first_points(SPACE, "underutilized")
+    assert {"k:BLOCK_M": 16, "k:BLOCK_N": 32, "k:grid_swap": 0, "k:num_warps": 4, "k:num_stages": 3} in under
+    searcher = Searcher(SPACE, seed=0, first=memory, budget=10)
+    assert searcher.suggest(len(memory)) == memory
+    later = drive(searcher, lambda p: p["k:BLOCK_M"] / 16, 100)
+    assert any(p["k:BLOCK_M"] == 16 for p in later)  # the direction orders, never limits
+
+
+def test_bad_inputs_get_clear_messages() -> None:
+    with pytest.raises(ValueError, match="not a legal value"):
+        Searcher(SPACE, seed=0, first=[{"k:BLOCK_M": 48}])
+    with pytest.raises(ValueError, match="another knob space"):
+        Searcher(SMALL, seed=0, state=Searcher(SPACE, seed=0).state())
+    other_values = KnobSpace(
+        dims=[SPACE.dims[0].model_copy(update={"values": [16, 32, 64]}), *SPACE.dims[1:]]
+    )
+    with pytest.raises(ValueError, match="another knob space"):
+        Searcher(other_values, seed=0, state=Searcher(SPACE, seed=0).state())
+    spilled = Searcher(SMALL, seed=0)
+    spilled.observe(SMALL.start(), 1.0, "ran, but spills 512 bytes of registers")
+    assert spilled.best() is None and spilled.state().limits == [SMALL.start()]
+    with pytest.raises(ValueError, match="positive finite"):
+        Searcher(SPACE, seed=0).observe(SPACE.start(), float("nan"))
+    assert Searcher(SPACE, seed=0).best() is None
+
+
+def test_suggested_points_of_a_real_kernel_verify_under_the_interpreter(tmp_path) -> None:
+    from beamsearch.problems import resolve_problem
+    from beamsearch.schema import RunSpec
+    from workers.proposers.knob_space import describe, render, space_of
+    from workers.verify import verify_kernel
+
+    problem = resolve_problem("82")  # depthwise conv: two blocks, a grid of two axes, warps, stages
+    source = open(problem.input_kernel_path).read()
+    space = space_of(source)
+    searcher = Searcher(space, seed=0, first=[{"_depthwise_conv2d_kernel:grid_swap": 1,
+                                               "_depthwise_conv2d_kernel:BLOCK_W": 64}])  # fmt: skip
+    spec = RunSpec(problem_path=problem.problem_path, shapes="small", device="cpu")
+    for i, point in enumerate(searcher.suggest(2)):
+        path = tmp_path / f"kernel_{i}.py"
+        path.write_text(render(source, space, point))
+        verdict = verify_kernel(spec, str(path))
+        assert verdict.passed, f"{describe(space, point)}: {verdict.status}: {verdict.reason}"
+        searcher.observe(point, 1.0 + i)
+    assert searcher.best()[0]["_depthwise_conv2d_kernel:grid_swap"] == 1
+
+
+def test_the_gpu_scripts_plumbing_runs_on_the_cpu() -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-m", "scripts.searcher_gpu", "--smoke", "--seeds", "1", "--kernels", "matmul"],
+                          cwd=root, capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "== matmul: joint space" in done.stdout and "| hybrid | " in done.stdout

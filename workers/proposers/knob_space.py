@@ -1,0 +1,120 @@
+"""A kernel's joint knob space: every knob the tuner reads, of every launch, with its legal values.
+
+A *point* is a plain ``dict[str, int]`` from dimension name to value; ``render`` writes the kernel at a
+point. Names are ``"<launch>:<knob>"`` (``"matmul_kernel:BLOCK_K"``, ``"matmul_kernel:num_warps"``,
+``"matmul_kernel:grid_swap"``), so knobs of several launches stay apart.
+
+Legal values:
+
+- block constexprs: powers of two, from a sixteenth of the kernel's own value (at least 16 in a kernel
+  that calls ``tl.dot``) up to the next power of two of the matching problem size when ``sizes`` is given,
+  else sixteen times the kernel's own value;
+- ``num_warps``: 1 to 16, powers of two; ``num_stages``: 1 to 5, only for kernels that loop (as the tuner);
+- the grid axis swap: 0 (as written) or 1 (axes 0 and 1 swapped).
+
+A persistent grid (programs = SMs, each looping) is not a knob: it needs the kernel body rewritten into
+a loop over tiles, and no rewrite of an arbitrary kernel body is safe in general.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from beamsearch.search_records import KnobDim, KnobSpace
+from workers.proposers.tuner import Knob, apply, find_knobs
+
+BLOCK_CAP = 1 << 16  # the largest block value considered; larger tiles do not fit a program's registers
+WARPS = [1, 2, 4, 8, 16]
+STAGES = [1, 2, 3, 4, 5]
+GRID_SWAP = "grid_swap"
+
+
+def space_of(source: str, sizes: dict[str, int] | None = None) -> KnobSpace:
+    """Every knob of every launch in ``source``, with legal values; no dims when it has none or does not
+    parse. ``sizes`` maps problem dimension names (``{"M": 4096, "N": 4096, "K": 4096}``) to sizes: a
+    block knob ``BLOCK_K`` / ``BLOCK_SIZE_K`` / ``K_BLOCK`` is bounded by ``K``, any other by the largest."""
+    dot_kernels = _kernels_calling_dot(source)
+    dims = []
+    for name, knob in _named_knobs(source).items():
+        if knob.kind == "block":
+            values = _block_values(knob, sizes, floor=16 if knob.launch in dot_kernels else 1)
+        elif knob.kind == "warps":
+            values = WARPS
+        elif knob.kind == "stages":
+            values = STAGES
+        else:
+            values = [0, 1]
+        dims.append(
+            KnobDim(name=name, kind=knob.kind, values=sorted({*values, knob.value}), start=knob.value)
+        )
+    return KnobSpace(dims=dims)
+
+
+def render(source: str, space: KnobSpace, point: dict[str, int]) -> str:
+    """``source`` with every knob at ``point``'s value (knobs at their start value are left as written).
+    Raises ValueError when ``space`` is not ``source``'s space or the point has an unknown name or an
+    illegal value. A point missing some names keeps those knobs at their start."""
+    point = space.complete(point)
+    knobs = _named_knobs(source)
+    if [d.name for d in space.dims] != list(knobs) or any(d.start != knobs[d.name].value for d in space.dims):
+        raise ValueError("this knob space was not built from this source (its knobs or their values differ)")
+    return apply(source, {knobs[name]: value for name, value in point.items() if value != knobs[name].value})
+
+
+def describe(space: KnobSpace, point: dict[str, int]) -> str:
+    """The point's changes from the start, for a candidate's note: ``"k:BLOCK 1024 -> 4096, k:num_warps 4 -> 16"``."""
+    changes = []
+    for dim in space.dims:
+        value = point.get(dim.name, dim.start)
+        if value == dim.start:
+            continue
+        changes.append(
+            f"{dim.name} (axes 0<->1)" if dim.kind == "grid" else f"{dim.name} {dim.start} -> {value}"
+        )
+    return ", ".join(changes) or "the kernel as written"
+
+
+def _named_knobs(source: str) -> dict[str, Knob]:
+    """The tuner's knobs by space name, in source order; a later launch of the same kernel gets ``#2``..."""
+    named: dict[str, Knob] = {}
+    for knob in sorted(find_knobs(source), key=lambda k: (k.line, k.col)):
+        base = f"{knob.launch}:{GRID_SWAP if knob.kind == 'grid' else knob.name}"
+        name, n = base, 1
+        while name in named:
+            n += 1
+            name = f"{base}#{n}"
+        named[name] = knob
+    return named
+
+
+def _block_values(knob: Knob, sizes: dict[str, int] | None, floor: int) -> list[int]:
+    low = max(floor, knob.value >> 4, 1)
+    size = _size_for(knob.name, sizes) if sizes else None
+    high = _next_pow2(size) if size else knob.value << 4
+    high = max(min(high, BLOCK_CAP), knob.value)  # the kernel's own value and all between stay legal
+    return [1 << e for e in range(low.bit_length() - 1, high.bit_length())]
+
+
+def _size_for(block_name: str, sizes: dict[str, int]) -> int | None:
+    """The problem size a block knob tiles: ``BLOCK_K``/``BLOCK_SIZE_K``/``K_BLOCK`` -> ``sizes["K"]``
+    (any case), else the largest size."""
+    by_name = {k.upper(): v for k, v in sizes.items() if v > 0}
+    axis = re.sub(r"^BLOCK_(SIZE_)?|_?BLOCK(_SIZE)?$", "", block_name.upper())
+    if axis and axis in by_name:
+        return by_name[axis]
+    return max(by_name.values(), default=None)
+
+
+def _next_pow2(n: int) -> int:
+    return 1 << max(n - 1, 0).bit_length()
+
+
+def _kernels_calling_dot(source: str) -> set[str]:
+    """Names of the module's functions that call ``tl.dot`` (its operands need tiles of at least 16)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    return {node.name for node in tree.body if isinstance(node, ast.FunctionDef)
+            and any(isinstance(n, ast.Attribute) and n.attr == "dot" for n in ast.walk(node))}  # fmt: skip

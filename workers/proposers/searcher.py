@@ -1,0 +1,292 @@
+"""The optimiser: a searcher over a kernel's joint knob space (STYLE.md 14).
+
+``suggest(n)`` gives the next points to try, never one suggested before; ``observe`` learns from each
+timed (or failed) candidate; ``state()`` is plain data for the resume point, and a Searcher built from
+it suggests exactly what the original would have next. No Ray, no GPU.
+
+Strategy: the ``first`` points (the roofline's order) come first either way. When the whole space fits
+the budget, exhaustive: then the untried point nearest the best so far. Otherwise ``hybrid``: in turn, a
+point from Optuna's TPE sampler (ask/tell, seeded, its study rebuilt from the observations), an untried
+neighbour of the best point, and a uniform random point. docs/optimiser.md has the measurement behind
+the choice (``python -m scripts.searcher_bench``).
+
+Learned limits: a point that failed for lack of resources (shared memory, registers, spills: any
+failure text ``is_resource_failure`` recognises) is never suggested again, and neither is any point that dominates it (the same warps and grid, every block and
+the stages at least as large). Other failures rule out only the point itself.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+import warnings
+from collections import deque
+from collections.abc import Iterator, Sequence
+
+from beamsearch.search_records import KnobSpace, Observation, SearcherState, Strategy
+from workers.proposers.tuner import MOVES
+
+DEFAULT_BUDGET = 100  # without a budget, spaces up to this many points are searched exhaustively
+TPE_STARTUP = 8  # observations before TPE models (fewer than Optuna's 10: the first points are informed)
+HYBRID_RADIUS = 1  # hybrid: how far from the best point its local stream looks
+MAX_WALK = 200_000  # points a nearest-free-point walk visits at most (a huge, nearly spent space)
+# Failures that grow with block sizes and stages: a point above a failed one fails too.
+RESOURCE_FAILURE = re.compile(
+    r"out of resource|OutOfResources|too many resources|shared memory|register|spill|maximum tensor numel",
+    re.IGNORECASE,
+)
+
+Index = tuple[int, ...]  # a point as one value index per dimension
+
+
+def is_resource_failure(failure: str) -> bool:
+    """Whether a failure's text says the kernel ran out of a resource that grows with tiles and stages."""
+    return RESOURCE_FAILURE.search(failure) is not None
+
+
+class Searcher:
+    """Suggests points of ``space``; deterministic for ``seed`` and the observations it is given."""
+
+    def __init__(self, space: KnobSpace, seed: int, state: SearcherState | None = None,
+                 first: Sequence[dict[str, int]] = (), budget: int | None = None,
+                 strategy: Strategy | None = None) -> None:  # fmt: skip
+        """``first``: points to try first, in order (the roofline's preference; missing names keep the
+        start value); a restored searcher keeps its state's. ``budget``: the candidates the caller means
+        to spend; a space of at most that many points (``DEFAULT_BUDGET`` without one) is searched
+        exhaustively, a larger one by ``hybrid``. ``strategy`` overrides that choice (the benchmark's
+        baselines). Raises ValueError on a ``state`` of another space or a ``first`` point with an
+        unknown name or illegal value."""
+        self.space = space
+        self.seed = seed
+        self._names = [d.name for d in space.dims]
+        if state is None:
+            chosen = "exhaustive" if space.size() <= (budget or DEFAULT_BUDGET) else "hybrid"
+            state = SearcherState(space=space, strategy=strategy or chosen,
+                                  first=[space.complete(p) for p in first])  # fmt: skip
+        elif state.space != space:
+            theirs = ", ".join(f"{d.name} {d.values}" for d in state.space.dims)
+            raise ValueError(f"the saved searcher state is for another knob space ({theirs or 'no knobs'})")
+        self._strategy: Strategy = strategy or state.strategy
+        self._first = [self._index(p) for p in state.first]
+        self._suggested: list[Index] = [self._index(p) for p in state.suggested]
+        self._seen = set(self._suggested)
+        self._observations = list(state.observations)
+        self._limits = [self._index(p) for p in state.limits]
+        self._upward = [d.kind in ("block", "stages") for d in space.dims]
+
+    def suggest(self, n: int) -> list[dict[str, int]]:
+        """Up to ``n`` new points never suggested before and not ruled out; [] when none is left."""
+        picked: list[Index] = []
+        proposals = self._proposals()
+        for _ in range(max(n, 0)):
+            index = next((i for i in self._first if self._free(i)), None)
+            if index is None:
+                index = next(proposals, None)
+            if index is None:
+                break
+            self._suggested.append(index)
+            self._seen.add(index)
+            picked.append(index)
+        return [self._point(i) for i in picked]
+
+    def observe(self, point: dict[str, int], time_ms: float | None, failure: str | None = None) -> None:
+        """Learn a point's result: its time, or a failure (``failure`` its text; a time given with a
+        failure, of a kernel that ran but spilled, is not ranked). A point that was never suggested (the
+        input kernel's own) is learned too and never suggested."""
+        if time_ms is None and failure is None:
+            failure = "failed (no reason given)"
+        if time_ms is not None and not (math.isfinite(time_ms) and time_ms > 0):
+            raise ValueError(f"time_ms must be a positive finite number of milliseconds, got {time_ms}")
+        index = self._index(self.space.complete(point))
+        if index not in self._seen:
+            self._seen.add(index)
+            self._suggested.append(index)
+        self._observations.append(Observation(point=self._point(index), time_ms=None if failure else time_ms,
+                                              failure=failure))  # fmt: skip
+        if failure and is_resource_failure(failure) and index not in self._limits:
+            self._limits.append(index)
+
+    def state(self) -> SearcherState:
+        return SearcherState(space=self.space, strategy=self._strategy,
+                             first=[self._point(i) for i in self._first],
+                             suggested=[self._point(i) for i in self._suggested],
+                             observations=self._observations, limits=[self._point(i) for i in self._limits])  # fmt: skip
+
+    def best(self) -> tuple[dict[str, int], float] | None:
+        """The fastest observed point and its time; None before any success."""
+        timed = [o for o in self._observations if o.time_ms is not None]
+        if not timed:
+            return None
+        fastest = min(timed, key=lambda o: o.time_ms)
+        return dict(fastest.point), fastest.time_ms
+
+    # -- strategies: each yields free points, nearest to where it wants to go --
+
+    def _proposals(self) -> Iterator[Index]:
+        if self._strategy == "tpe":
+            return self._tpe()
+        if self._strategy == "hybrid":
+            return _round_robin(*(self._hybrid_streams()))
+        if self._strategy == "random":
+            return self._random()
+        if self._strategy == "coordinate":
+            return self._coordinate()
+        return self._nearest_to_best()
+
+    def _hybrid_streams(self) -> list[Iterator[Index]]:
+        """TPE's model, the best point's untried neighbours (a polish TPE is slow at) and uniform random
+        points (which find a second basin TPE's model has written off), in turn."""
+        return [self._tpe(), self._nearest_to_best(radius=HYBRID_RADIUS), self._random()]
+
+    def _nearest_to_best(self, radius: int | None = None) -> Iterator[Index]:
+        """Every free point (within ``radius`` value steps), nearest to the best point first: exhaustive,
+        and good points early when the search stops before the end."""
+        centre = self._centre()
+        for index in self._walk(centre):
+            if radius is not None and self._distance(index, centre) > radius:
+                return
+            if self._free(index):
+                yield index
+
+    def _coordinate(self) -> Iterator[Index]:
+        """Coordinate descent: one knob moved at a time from the best point, nearest steps first; then
+        the nearest free points."""
+        centre = self._centre()
+        moves = [centre[:d] + (v,) + centre[d + 1 :] for d in range(len(centre))
+                 for v in range(len(self.space.dims[d].values)) if v != centre[d]]  # fmt: skip
+        for index in sorted(moves, key=lambda i: self._distance(i, centre)):
+            if self._free(index):
+                yield index
+        yield from self._nearest_to_best()
+
+    def _random(self) -> Iterator[Index]:
+        rng = random.Random(f"{self.seed}:random:{len(self._suggested)}")
+        while True:
+            index = self._nearest_free(tuple(rng.randrange(len(d.values)) for d in self.space.dims))
+            if index is None:
+                return
+            yield index
+
+    def _tpe(self) -> Iterator[Index]:
+        """Optuna's TPE (ask/tell), its study rebuilt from the history on every call: what it asks
+        depends only on the seed and the state, so a restored searcher asks the same. An asked point
+        already tried or ruled out is replaced by the nearest free point."""
+        import optuna
+        from optuna.distributions import IntDistribution
+        from optuna.trial import TrialState, create_trial
+
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        distributions = {d.name: IntDistribution(0, len(d.values) - 1) for d in self.space.dims}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # multivariate TPE is "experimental"
+            sampler = optuna.samplers.TPESampler(seed=random.Random(f"{self.seed}:tpe:{len(self._suggested)}").getrandbits(31),
+                                                 n_startup_trials=TPE_STARTUP, multivariate=True, constant_liar=True)  # fmt: skip
+        study = optuna.create_study(direction="minimize", sampler=sampler)
+        timed = [math.log(o.time_ms) for o in self._observations if o.time_ms is not None]
+        failed_value = max(timed, default=0.0) + math.log(4)  # worse than any success: TPE only ranks
+        observed = set()
+        for o in self._observations:
+            index = self._index(o.point)
+            observed.add(index)
+            value = math.log(o.time_ms) if o.time_ms is not None else failed_value
+            study.add_trial(create_trial(params=dict(zip(self._names, index, strict=True)),
+                                         distributions=distributions, value=value))  # fmt: skip
+        for index in self._suggested:
+            if index not in observed:  # pending: TPE's constant liar keeps the next asks away
+                study.add_trial(self._running(index, distributions))
+        while True:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                trial = study.ask(distributions)
+            asked = tuple(trial.params[name] for name in self._names)
+            index = asked if self._free(asked) else self._nearest_free(asked)
+            if index != asked:
+                study.tell(trial, state=TrialState.FAIL)
+                if index is not None:
+                    study.add_trial(self._running(index, distributions))
+            if index is None:
+                return
+            yield index
+
+    # -- the space as index tuples --
+
+    def _running(self, index: Index, distributions: dict) -> object:
+        from optuna.trial import TrialState, create_trial
+
+        return create_trial(params=dict(zip(self._names, index, strict=True)), distributions=distributions,
+                            state=TrialState.RUNNING)  # fmt: skip
+
+    def _free(self, index: Index) -> bool:
+        return index not in self._seen and not any(self._dominates(index, limit) for limit in self._limits)
+
+    def _dominates(self, index: Index, limit: Index) -> bool:
+        """Whether ``index`` needs at least ``limit``'s resources: the same warps and grid, every block
+        and the stages at least as large."""
+        return all(a >= b if up else a == b for a, b, up in zip(index, limit, self._upward, strict=True))
+
+    def _centre(self) -> Index:
+        best = self.best()
+        return self._index(best[0]) if best else self._index(self.space.start())
+
+    def _walk(self, centre: Index) -> Iterator[Index]:
+        """Every point of the space in breadth-first order of value steps from ``centre``."""
+        queue, visited = deque([centre]), {centre}
+        while queue and len(visited) <= MAX_WALK:
+            index = queue.popleft()
+            yield index
+            for d, dim in enumerate(self.space.dims):
+                for step in (-1, 1):
+                    v = index[d] + step
+                    if 0 <= v < len(dim.values):
+                        neighbour = index[:d] + (v,) + index[d + 1 :]
+                        if neighbour not in visited:
+                            visited.add(neighbour)
+                            queue.append(neighbour)
+
+    def _nearest_free(self, centre: Index) -> Index | None:
+        return next((i for i in self._walk(centre) if self._free(i)), None)
+
+    @staticmethod
+    def _distance(a: Index, b: Index) -> int:
+        return sum(abs(x - y) for x, y in zip(a, b, strict=True))
+
+    def _index(self, point: dict[str, int]) -> Index:
+        point = self.space.complete(point)
+        return tuple(d.values.index(point[d.name]) for d in self.space.dims)
+
+    def _point(self, index: Index) -> dict[str, int]:
+        return {d.name: d.values[i] for d, i in zip(self.space.dims, index, strict=True)}
+
+
+def _round_robin(*streams: Iterator[Index]) -> Iterator[Index]:
+    """One point from each stream in turn, dropping a stream once it runs out."""
+    live = list(streams)
+    while live:
+        for stream in list(live):
+            index = next(stream, None)
+            if index is None:
+                live.remove(stream)
+            else:
+                yield index
+
+
+def first_points(space: KnobSpace, bottleneck: str) -> list[dict[str, int]]:
+    """Points to try first for a roofline class (``memory``, ``compute``, ``underutilized``, other):
+    the start, then moves of one knob from it in the direction the class points, then all of those
+    knobs' first moves at once. An order, never a limit: the searcher goes on to the whole space."""
+    moves = MOVES.get(bottleneck, MOVES["unknown"])
+    start = space.start()
+    singles: list[dict[str, int]] = []
+    together = dict(start)
+    for dim in space.dims:
+        steps = moves.get(dim.kind, [])  # type: ignore[call-overload]
+        targets = [
+            dim.start + int(s) if dim.kind in ("stages", "grid") else int(dim.start * s) for s in steps
+        ]
+        legal = [v for v in dict.fromkeys(targets) if v in dim.values and v != dim.start]
+        singles += [start | {dim.name: v} for v in legal]
+        if legal:
+            together[dim.name] = legal[0]
+    points = [start, *singles, together]
+    return [p for i, p in enumerate(points) if p not in points[:i]]
