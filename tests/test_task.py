@@ -95,4 +95,4 @@ def test_the_driver_planned_kernel_is_the_candidate_and_a_task_without_one_offli
     ok = _run(monkeypatch, _timing("ok", 2.5))
     assert ok.status == "ok" and ok.kernel == PLANNED and ok.median_ms == 2.5
     none = _run(monkeypatch, _timing("ok", 2.5), kernel=None)
-    assert none.status == "no_proposal" and none.kernel is None and "driver planned" in none.reason
+    assert none.status == "no_proposal" and none.kernel is None and "no kernel to try" in none.reason
