@@ -38,6 +38,8 @@ from workers.timed_outputs import (
 from workers.timing import time_target
 from workers.verify import verify_kernel
 
+ROOT = KERNELS.parents[2]
+
 
 def test_kernel_and_eager_are_timed_the_same_way_and_labelled_cpu(scale_spec: RunSpec, tmp_path) -> None:
     kernel = time_target(scale_spec, str(KERNELS / "good.py"), lock_dir=str(tmp_path))
@@ -339,17 +341,24 @@ def test_lock_is_shared_across_processes(tmp_path) -> None:
 
 
 @pytest.mark.parametrize("path", ["time", "search"])
-def test_the_samples_alone_catch_a_kernel_cheating_on_every_other_timed_call(path: str, monkeypatch, tmp_path) -> None:
-    """Both paths with no full copy kept at all (the judge runs in this process and its runner is forked
-    from it, so both see the patch): only the samples of every repetition can catch the cheat, and an
-    honest kernel still passes."""
+def test_the_samples_alone_catch_a_kernel_cheating_on_every_other_timed_call(path: str, tmp_path) -> None:
+    """Both paths with no full copy kept at all: only the samples of every repetition can catch the cheat,
+    and an honest kernel still passes. The judge runs in a fresh Python (its runner forked from it, so both
+    see the patch): Triton's interpreter is chosen when triton is first imported, which in this process
+    other tests have done already."""
+    code = (f"import os, sys; os.environ['TRITON_INTERPRET'] = '1'; sys.path.insert(0, {str(ROOT)!r})\n"
+            f"from tests.test_timing import samples_alone_catch_every_other_call\n"
+            f"samples_alone_catch_every_other_call({path!r}, {str(tmp_path)!r})")  # fmt: skip
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+
+
+def samples_alone_catch_every_other_call(path: str, lock_dir: str) -> None:
     from workers.kernel_runner import KernelProcess
     from workers.timing_child import time_in_child
     from workers.verify_child import verify
 
-    monkeypatch.setattr(timed_outputs, "kept_reps", lambda output_bytes: 0)
-    monkeypatch.setenv("TRITON_INTERPRET", "1")  # as child_process sets it for a CPU job
-    threads = torch.get_num_threads()
+    timed_outputs.kept_reps = lambda output_bytes: 0  # this process only: no full copy kept
     torch.set_num_threads(1)  # OpenMP's pool, once this process has used it, hangs in a fork that uses it
     rmsnorm = KERNELS.parents[2] / "artifacts" / "36_RMSNorm" / "problem.py"
     spec = RunSpec(problem_path=str(rmsnorm), shapes="small", device="cpu", dtype="bf16")
@@ -359,16 +368,13 @@ def test_the_samples_alone_catch_a_kernel_cheating_on_every_other_timed_call(pat
         target = str(KERNELS / "adversarial" / kernel)
         runner = KernelProcess.fork()  # after the patch: it keeps no copy either
         if path == "time":
-            return time_in_child(TimingRequest(spec=spec, target=target, lock_dir=str(tmp_path), **budget), runner)
+            return time_in_child(TimingRequest(spec=spec, target=target, lock_dir=lock_dir, **budget), runner)
         verdict = verify(VerifyRequest(spec=spec, kernel_path=target, tolerance=DEFAULT_TOLERANCES["bf16"],
-                                       timing=TimingKnobs(lock_dir=str(tmp_path), **budget)), runner)  # fmt: skip
+                                       timing=TimingKnobs(lock_dir=lock_dir, **budget)), runner)  # fmt: skip
         assert verdict.passed, verdict.reason  # honest whenever watched
         return verdict.timing
 
-    try:
-        cheat, honest = timed("every_other_call.py"), timed("honest.py")
-    finally:
-        torch.set_num_threads(threads)
+    cheat, honest = timed("every_other_call.py"), timed("honest.py")
     assert cheat.status == "failed" and "(sampled after it returned)" in cheat.reason, cheat.reason
     assert [c.name for c in cheat.checks if not c.passed] == ["timed_outputs"]
     assert honest.status == "ok", honest.reason
