@@ -21,7 +21,6 @@ from beamsearch.schema import (
     Floor,
     Kernel,
     Profile,
-    Record,
     Roofline,
     Verdict,
 )
@@ -40,20 +39,13 @@ from prompts.parsers import (
     parse_reflection,
     repair_prompt,
 )
-from prompts.records import Reflection
+from prompts.records import DiagnosisReply, Reflection
 from prompts.templates import render_template
 from workers.llm_client import LLMClient
 from workers.proposers.rules import rules_diagnosis
 
 log = logging.getLogger(__name__)
 
-
-
-class DiagnosisReply(Record):
-    """The shape asked for when the provider supports structured output (a top-level object; the parser
-    also takes the bare array the prompt asks for)."""
-
-    bottlenecks: list[Bottleneck]
 
 
 # Directions beyond the diagnosis's bottlenecks (all of them when there is none: no profile, as on the
