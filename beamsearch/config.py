@@ -23,7 +23,7 @@ class SearchConfig(Record):
     kernel: str | None = Field(None, description="starting kernel; default: the problem's input_kernel.py")
     out: str | None = Field(None, description="output folder; default: a new runs/<problem>/<UTC time>/")
     rounds: int = Field(8, ge=1)
-    workers: int = Field(0, ge=0, description="Ray actors; 0: one per GPU (or 2 on the CPU)")
+    workers: int = Field(0, ge=0, description="Ray actors; 0: four per GPU, sharing it (or 2 on the CPU)")
     beam_width: int = Field(2, ge=1, description="kernels kept between rounds; 1 is greedy search")
     directions: int = Field(2, ge=1, description="tasks per parent per round with a model or a replay (bottlenecks, or recorded "
                             "proposals); a round has beam width x directions tasks, shared out over fewer parents while "

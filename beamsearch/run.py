@@ -37,6 +37,9 @@ from beamsearch.state import BeamState
 from beamsearch.trace import TraceWriteError, TraceWriter
 
 CPU_WORKERS = 2
+# A GPU's share for each of four workers: their compiles and checks overlap while one times; more measured
+# no faster (docs/scaling.md).
+WORKERS_PER_GPU = 4
 # Options a resumed run may change; the others are the run's own. More rounds or budget, the display, and how
 # to reach the model (a run stopped because its model went away resumes with the model's new address).
 RESUME_MAY_CHANGE = {"rounds", "quiet", "budget_minutes", "budget_candidates", "api_base", "api_key_env",
@@ -128,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         spec = previous.spec if previous else RunSpec(
             problem_path=problem.problem_path, device=device, dtype=config.dtype,
             shapes=config.shapes if config.shapes != "auto" else ("full" if device == "cuda" else "small"))  # fmt: skip
-        workers = config.workers or (gpus if device == "cuda" else CPU_WORKERS)
+        workers = config.workers or (WORKERS_PER_GPU * gpus if device == "cuda" else CPU_WORKERS)
         display = Display(config.quiet, trace.log_event)
         return _search(config, previous, kernel, spec, workers, gpus if device == "cuda" else 0, trace, display, problem.name)
     finally:

@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import Field
 
 from beamsearch.config import SearchConfig
+from beamsearch.llm_records import Exchange
 from beamsearch.schema import (
     Attempt,
     Diagnosis,
@@ -26,7 +27,6 @@ from beamsearch.schema import (
 )
 from beamsearch.search_records import KnobSpace, SearcherState
 from prompts.records import Reflection
-from workers.proposers.llm import Exchange
 
 TaskStatus = Literal[
     "ok",  # verified and timed

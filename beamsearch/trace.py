@@ -23,9 +23,9 @@ import os
 import tempfile
 from pathlib import Path
 
+from beamsearch.llm_records import Exchange
 from beamsearch.schema import Profile
 from beamsearch.state import BeamState, RoundRecord, Summary, TaskResult
-from workers.proposers.llm import Exchange
 
 TRACE_DIR = "optimization_trace"
 STATE_FILE = "state.json"

@@ -24,12 +24,13 @@ import logging
 import os
 import re
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from rich.console import Console
 from rich.table import Table
@@ -381,9 +382,12 @@ def _has_gpu() -> bool:
     return torch.cuda.is_available()
 
 
-def main(argv: list[str] | None = None) -> None:
-    from beamsearch.cli_common import fail
+def _fail(message: str) -> NoReturn:
+    print(f"error: {message}", file=sys.stderr)
+    raise SystemExit(2)
 
+
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m profiling.peaks", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     parser.add_argument("--device", default="cuda", help="cuda or cuda:N")
@@ -394,16 +398,14 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     if not _has_gpu():
-        fail(
-            "no CUDA GPU is visible here: peaks are measured on the GPU (datasheet numbers: profiling.gpu_specs)"
-        )
+        _fail("no CUDA GPU is visible here: peaks are measured on the GPU (datasheet numbers: profiling.gpu_specs)")
     console = Console(stderr=True) if args.json else Console()
     specs: GpuSpecs | None = specs_from_file(args.specs) if args.specs else None
     console.print(f"measuring {args.device} (about 5 s) ...", markup=False)
     try:
         measured = measure_peaks(args.device)
     except (RuntimeError, ValueError) as e:
-        fail(str(e))
+        _fail(str(e))
     path = save_peaks(measured)
     if specs is None:
         try:

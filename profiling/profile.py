@@ -1,4 +1,4 @@
-"""``python -m profiling.profile --problem P [--kernel K]``: where a kernel's time goes, and how far from physics.
+"""Where a kernel's time goes, and how far from physics (the command: ``python -m beamsearch.profile``).
 
 Times the kernel (the bench clock), profiles one call with Nsight Compute (its own Triton kernels only),
 classifies it on the roofline, and sets the measured time against the problem's analytic floor. The
@@ -7,12 +7,9 @@ kernel is not verified here: use ``python -m beamsearch.verify`` first.
 
 from __future__ import annotations
 
-import argparse
-
 from rich.console import Console
 from rich.table import Table
 
-from beamsearch.cli_common import add_run_options, fail, resolve_run
 from beamsearch.schema import Floor, Profile, Record, Roofline, RunSpec, TimingResult
 from profiling.gpu_specs import UnknownGpu
 from profiling.metrics import by_section
@@ -79,24 +76,3 @@ def render(report: KernelReport, console: Console) -> None:
             table.add_row(section, metric.label, "n/a" if value is None else f"{value:,.2f}", metric.unit)
             section = ""
     console.print(table)
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m profiling.profile", description=__doc__)
-    add_run_options(parser)
-    parser.add_argument("--kernel", help="kernel file (default: the problem's input_kernel.py)")
-    args = parser.parse_args(argv)
-    problem, spec = resolve_run(args)
-    kernel = args.kernel or problem.input_kernel_path
-    if kernel is None:
-        fail(f"problem {problem.name} has no input_kernel.py; pass --kernel")
-    report = report_kernel(problem.name, spec, kernel)
-    if args.json:
-        print(report.model_dump_json(indent=2))
-    else:
-        render(report, Console())
-    raise SystemExit(0 if report.profile.available else 1)
-
-
-if __name__ == "__main__":
-    main()

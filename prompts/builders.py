@@ -14,7 +14,7 @@ from pydantic import TypeAdapter
 from beamsearch.schema import Attempt, Bottleneck, Floor, Profile, Roofline, Verdict
 from profiling.peaks import Peaks
 from prompts import sections
-from prompts.records import Reflection
+from prompts.records import DiagnosisReply, Reflection
 from prompts.templates import render_template
 
 DEFAULT_MAX_BOTTLENECKS = 2
@@ -71,7 +71,7 @@ def build_diagnosis_prompt(
         "problem_source": problem_source.strip(),
         "kernel_source": kernel_source.strip(),
         "max_bottlenecks": max_bottlenecks,
-        "schema": json_schema_text(list[Bottleneck]),
+        "schema": json_schema_text(DiagnosisReply),
     }
     return render_template("diagnose", values, template_dir)
 

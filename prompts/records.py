@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator
 
-from beamsearch.schema import Record
+from beamsearch.schema import Bottleneck, Record
 
 
 class Reflection(Record):
@@ -23,3 +23,10 @@ class Reflection(Record):
         if isinstance(v, list) and all(isinstance(item, str) for item in v):
             return "; ".join(v)
         return v
+
+
+class DiagnosisReply(Record):
+    """The diagnosis asked for, in the prompt and as structured output alike: one top-level object (the
+    parser also takes a bare array, which some models answer with)."""
+
+    bottlenecks: list[Bottleneck]

@@ -25,7 +25,6 @@ from rich.markup import escape
 from rich.table import Table
 
 from beamsearch.bench import (
-    environment,
     first_timing,
     fmt_pct,
     fmt_ratio,
@@ -37,6 +36,7 @@ from beamsearch.cli_common import resolve_run
 from beamsearch.problems import bundled_problem_names
 from beamsearch.schema import BenchReport, BenchRow, Record
 from beamsearch.trace import BEST_KERNEL_FILE
+from workers.environment import environment
 from workers.timing import BUILTIN_TARGETS
 
 KERNEL_TARGETS = {"input": "input kernel", "optimized": "optimized kernel"}

@@ -60,7 +60,7 @@ profile)
   which ncu; ncu --version | tail -1
   python -m profiling.peaks --json > "$OUT/peaks.json" && python -m profiling.peaks
   python scripts/profile_inputs.py --json "$OUT/profiles.json"
-  python -m profiling.profile --problem 43 | tee "$OUT/profile_43.txt"
+  python -m beamsearch.profile --problem 43 | tee "$OUT/profile_43.txt"
   python -m pytest -q -m gpu tests/test_ncu.py tests/test_gpu_specs.py 2>&1 | tail -5
   python -m beamsearch.bench --problem 36 --kernel artifacts/36*/input_kernel.py $(ls .ka/36/optimized_kernel_beam_search.py 2>/dev/null) ;;
 esac

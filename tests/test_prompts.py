@@ -451,7 +451,9 @@ def test_diagnosis_prompt_has_every_section() -> None:
     schema = text[text.rindex("```json\n") + 8 : text.rindex("```")]
     schema = json.loads(schema)
     assert set(schema["$defs"]) == {"Bottleneck", "RootCause", "Evidence", "Fix"}
-    assert schema["items"] == {"$ref": "#/$defs/Bottleneck"} and "title" not in schema["$defs"]["Fix"]
+    # One object, the shape structured output asks for too (not a bare array).
+    assert schema["properties"]["bottlenecks"]["items"] == {"$ref": "#/$defs/Bottleneck"}
+    assert schema["type"] == "object" and "title" not in schema["$defs"]["Fix"]
     assert schema["$defs"]["Bottleneck"]["required"] == ["category", "summary"]
     for section in ("SM and compute:", "Memory bandwidth and caches:", "Occupancy and resources:"):
         assert section in text

@@ -15,15 +15,15 @@ import random
 import re
 import threading
 import time
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field
 
+from beamsearch.llm_records import LLMCall, LLMStatus
 from beamsearch.schema import Record
 
 log = logging.getLogger(__name__)
 
-LLMStatus = Literal["ok", "timeout", "rate_limited", "server_error", "auth_error", "bad_request", "error"]
 RETRYABLE: frozenset[str] = frozenset({"timeout", "rate_limited", "server_error"})
 MAX_WAIT_S = 60.0  # cap on one backoff or Retry-After wait
 REASON_CHARS = 600
@@ -44,18 +44,6 @@ class LLMConfig(Record):
     max_concurrency: int = Field(4, ge=1, description="requests in flight at once, across threads")
     temperature: float = 0.2
     max_tokens: int = 8192
-
-
-class LLMCall(Record):
-    status: LLMStatus
-    text: str = ""
-    reason: str = ""
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float = Field(0.0, description="litellm's completion_cost; 0.0 for models it has no price for")
-    latency_s: float = Field(0.0, description="wall time of the whole call, retries and backoff included")
-    attempts: int = 0
-    model: str = ""
 
 
 def _import_litellm() -> Any:

@@ -485,6 +485,6 @@ def versions(device: str) -> dict[str, str]:
     """Versions for the summary: the GPU, its driver, CUDA, torch, triton, Python, beamsearch and Ray."""
     import ray
 
-    from beamsearch.bench import environment
+    from workers.environment import environment
 
     return environment(device) | {"ray": ray.__version__}

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Literal
 
+from beamsearch.llm_records import Exchange, LLMCall, Purpose
 from beamsearch.schema import (
     Attempt,
     Bottleneck,
@@ -21,7 +21,6 @@ from beamsearch.schema import (
     Floor,
     Kernel,
     Profile,
-    Record,
     Roofline,
     Verdict,
 )
@@ -40,21 +39,13 @@ from prompts.parsers import (
     parse_reflection,
     repair_prompt,
 )
-from prompts.records import Reflection
+from prompts.records import DiagnosisReply, Reflection
 from prompts.templates import render_template
-from workers.llm_client import LLMCall, LLMClient
+from workers.llm_client import LLMClient
 from workers.proposers.rules import rules_diagnosis
 
 log = logging.getLogger(__name__)
 
-Purpose = Literal["diagnose", "repair", "optimize", "refine", "reflect"]
-
-
-class DiagnosisReply(Record):
-    """The shape asked for when the provider supports structured output (a top-level object; the parser
-    also takes the bare array the prompt asks for)."""
-
-    bottlenecks: list[Bottleneck]
 
 
 # Directions beyond the diagnosis's bottlenecks (all of them when there is none: no profile, as on the
@@ -74,13 +65,6 @@ def model_unreachable(exchanges: list[Exchange]) -> str:
     if not asks or any(e.call.status not in NO_CALL_STATUSES for e in asks):
         return ""
     return f"{asks[-1].call.status}: {asks[-1].call.reason}"
-
-
-class Exchange(Record):
-    purpose: Purpose
-    prompt: str
-    call: LLMCall
-    parse_error: str = ""
 
 
 class LLMProposer:
