@@ -220,7 +220,10 @@ def test_only_this_sessions_runs_count_as_orphans() -> None:
     foreign = subprocess.Popen(sleeper, env={**os.environ, "BEAMSEARCH_TEST_RUN": "another-session"})
     ours = subprocess.Popen(sleeper, env=_env())
     try:
-        found = runs_verify_children()
+        # Just after a spawn, the child's /proc environ and cmdline can still read empty: look until it shows.
+        deadline = time.monotonic() + 10
+        while not (found := runs_verify_children()) and time.monotonic() < deadline:
+            time.sleep(0.1)
         assert [line.split()[0] for line in found] == [str(ours.pid)], found
     finally:
         for proc in (foreign, ours):
