@@ -116,15 +116,16 @@ def verify(req: VerifyRequest, runner: KernelProcess) -> Verdict:
     checks = Checks()
     status, reason, tb = "ok", "all checks passed", ""
     timing: TimingResult | None = None
+    lock_dir = req.timing.lock_dir if req.timing is not None else ""  # one folder for every lock of this job
     try:
-        with gpu_lock(req.spec.device) if req.exclusive else contextlib.nullcontext():
+        with gpu_lock(req.spec.device, lock_dir) if req.exclusive else contextlib.nullcontext():
             # The slot (a memory budget) covers the checks only: a timing waiting for the measurement lock
             # (behind a profile, say) must not keep other workers' verifications from starting.
-            with gpu_slot(req.spec.device, "verify", req.slots), gpu_in_use(req.spec.device):
+            with gpu_slot(req.spec.device, "verify", req.slots), gpu_in_use(req.spec.device, lock_dir):
                 checks.steps.end("slot_taken")
                 kernel, module, pool = _verify(req, checks, runner)
             if req.timing is not None:
-                with gpu_in_use(req.spec.device):  # set aside while measuring (gpu_lock)
+                with gpu_in_use(req.spec.device, lock_dir):  # set aside while measuring (gpu_lock)
                     timing = time_after_checks(req, kernel, module, pool, checks.sandbox)
                 checks.steps.end("timed")
     except Failed as f:
