@@ -1,0 +1,95 @@
+"""Record what torch.compile(mode="max-autotune-no-cudagraphs") makes of a problem, on a GPU.
+
+    python scripts/record_inductor.py --problem P --out DIR [--dtype bf16]
+
+Writes DIR/<problem>/: ``output_code.py`` (the wrapper Inductor generated, with every Triton kernel's
+source and the configs it considered), ``chosen_configs.json`` (each Triton kernel's name, the config its
+autotuner launched, and its source), ``best_configs.json`` (the ``.best_config`` files of Inductor's
+cache, keyed by a hash, kept as a cross-check), and ``meta.json`` (versions, device,
+shapes, dtype, compile seconds). The compiler-seed extraction (issue 23) is tested on the CPU against
+such recordings: on the CPU Inductor makes C++, not Triton. One problem per process, so one problem's
+compile cache and autotuning never leak into the next one's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--problem", required=True)
+    parser.add_argument("--out", required=True, type=Path)
+    parser.add_argument("--dtype", default="bf16", choices=["bf16", "fp16", "fp32"])
+    args = parser.parse_args()
+    cache = Path(tempfile.mkdtemp(prefix="inductor-cache-"))
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(cache)  # fresh: every kernel compiles and autotunes here
+
+    import torch
+    from torch._inductor.utils import run_and_get_code
+
+    from beamsearch.problems import resolve_problem
+    from beamsearch.schema import RunSpec
+    from workers.problem_instance import instantiate, load_problem_module
+
+    problem = resolve_problem(args.problem)
+    spec = RunSpec(problem_path=problem.problem_path, shapes="full", device="cuda", dtype=args.dtype)
+    module = load_problem_module(spec)
+    instance = instantiate(module, spec, 0)
+    compiled = torch.compile(instance.model, mode="max-autotune-no-cudagraphs")
+    start = time.perf_counter()
+    _, codes = run_and_get_code(compiled, *instance.inputs)
+    torch.cuda.synchronize()
+    compile_s = time.perf_counter() - start
+
+    dest = args.out / problem.name
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "output_code.py").write_text("\n\n# ---- next module ----\n\n".join(codes))
+    best = {}
+    for path in sorted(cache.rglob("*.best_config")):
+        kernel_source = path.with_suffix(".py")
+        best[path.stem] = {"config": json.loads(path.read_text()),
+                           "kernel_source": kernel_source.read_text() if kernel_source.is_file() else None}  # fmt: skip
+    (dest / "best_configs.json").write_text(json.dumps(best, indent=1))
+    chosen = chosen_configs()
+    (dest / "chosen_configs.json").write_text(json.dumps(chosen, indent=1))
+    shapes = [list(t.shape) for t in instance.inputs if isinstance(t, torch.Tensor)]
+    meta = {"problem": problem.name, "dtype": args.dtype, "input_shapes": shapes, "compile_s": round(compile_s, 2),
+            "device": torch.cuda.get_device_name(), "torch": torch.__version__,
+            "triton": __import__("triton").__version__, "kernels_with_best_config": len(best),
+            "kernels": {name: k["config"] for name, k in chosen.items()}}  # fmt: skip
+    (dest / "meta.json").write_text(json.dumps(meta, indent=1))
+    print(json.dumps(meta))
+
+
+def chosen_configs() -> dict[str, dict]:
+    """Every Triton kernel of the loaded output code: the config its autotuner settled on (its one
+    launcher after autotuning) and the kernel's source."""
+    from torch._inductor.codecache import PyCodeCache
+    from torch._inductor.runtime.triton_heuristics import CachingAutotuner
+
+    out = {}
+    for module in list(PyCodeCache.modules):
+        for name, value in vars(module).items():
+            if not isinstance(value, CachingAutotuner):
+                continue
+            launchers = getattr(value, "launchers", None) or []
+            config = launchers[0].config if len(launchers) == 1 else None
+            out[name] = {"config": None if config is None else {**config.kwargs, "num_warps": config.num_warps,
+                                                                 "num_stages": config.num_stages},
+                         "candidates": len(getattr(value, "configs", []) or []),
+                         "source": getattr(value.fn, "src", None) if hasattr(value, "fn") else None}  # fmt: skip
+    return out
+
+
+if __name__ == "__main__":
+    main()
