@@ -59,7 +59,9 @@ class SearchConfig(Record):
     seed: int = 0
     refine_tries: int = Field(2, ge=0, description="LLM repairs of a kernel that fails verification")
     task_timeout_s: float = Field(900.0, gt=0, description="a task not back by then is recorded as timed out")
-    verify_per_gpu: int = Field(2, ge=1, description="verifications at once on one GPU (a memory budget)")
+    verify_per_gpu: int | None = Field(None, ge=1, description="verifications (each with its timing) at once on "
+                                       "one GPU, a memory budget; none: as many as the GPU's memory holds, by the "
+                                       "starting kernel's verification, at most one per worker")
     screen_ratio: float | None = Field(1.2, gt=1.0, description="a candidate whose first timed repetitions are this "
                                        "many times slower than the slowest kernel the beam would keep stops its "
                                        "timing there (it cannot enter the beam); none: time every candidate in full")

@@ -27,12 +27,13 @@ from beamsearch.beam import (
     select_beam,
 )
 from beamsearch.beam_profiles import BeamProfiles
+from beamsearch.config import SearchConfig
 from beamsearch.display import Display
 from beamsearch.model_watch import ModelLost, ModelWatch
 from beamsearch.optimiser import PER_WORKER, Optimiser
 from beamsearch.pool import WorkerPool
 from beamsearch.problems import problem_sizes
-from beamsearch.schema import Kernel
+from beamsearch.schema import DeviceFacts, Kernel
 from beamsearch.state import BeamEntry, BeamState, FinalTiming, RoundRecord, Summary, Task, TaskResult
 from beamsearch.trace import TraceWriter
 from workers.proposers.searcher import Searcher
@@ -56,9 +57,10 @@ class Driver:
     def measure_start(self, kernel: Kernel) -> None:
         """The starting kernel verified, timed and profiled; the baselines and the floor. Saved as round 0."""
         state = self.state
-        floor, gpu_name, floor_note = self.pool.call("floor", state.spec)
-        self.display.event("start", problem=self.problem, gpu=gpu_name, floor_ms=floor.floor_ms if floor else None,
-                           floor_note=floor_note, workers=[w.where for w in self.pool.workers])  # fmt: skip
+        facts: DeviceFacts = self.pool.call("device_facts", state.spec)
+        floor = facts.floor
+        self.display.event("start", problem=self.problem, gpu=facts.gpu_name, floor_ms=floor.floor_ms if floor else None,
+                           floor_note=facts.floor_note, workers=[w.where for w in self.pool.workers])  # fmt: skip
         placeholder = BeamEntry(id="input", kernel=kernel, median_ms=0.0, round=0)
         task = Task(id="input", round=0, direction=0, parent=placeholder, spec=state.spec, config=state.config, floor=floor)
         result = next(self.pool.run([task], state.config.task_timeout_s, method="measure_input", notify=self.display.event))
@@ -67,6 +69,7 @@ class Driver:
         if result.status != "ok" or result.median_ms is None:
             raise SearchError(f"the starting kernel cannot be the search's first parent: {result.status}: {result.reason}"
                               f" (details: {self.trace.candidate_dir(result)})")  # fmt: skip
+        config = self._with_verify_slots(result, facts)
         baselines = self.pool.call("baselines", state.spec, self._baseline_targets())
         for b in baselines:
             self.display.event("baseline", label=b.label, median_ms=b.median_ms, status=b.status, reason=b.reason)
@@ -76,9 +79,22 @@ class Driver:
         mark_same_compiled(result, fastest)
         history = [a for a in [attempt_of(result)] if a is not None]  # so no proposer offers the input again
         self.state = state.model_copy(update={"beam": [entry], "input": entry, "baselines": baselines, "floor": floor,
-                                              "gpu_name": gpu_name, "seen": seen, "fastest_compiled": fastest, "history": history,
+                                              "gpu_name": facts.gpu_name, "config": config, "seen": seen, "fastest_compiled": fastest, "history": history,
                                               "started_at": time.time()})  # fmt: skip
         self._save()
+
+    def _with_verify_slots(self, start: TaskResult, facts: DeviceFacts) -> SearchConfig:
+        """The config with ``verify_per_gpu`` set where it was left to the run: as many verifications as
+        the GPU's memory holds beside each other, by what the starting kernel's verification used."""
+        config = self.state.config
+        verdict = start.tries[-1].verdict if start.tries else None
+        if config.verify_per_gpu is not None or verdict is None or verdict.gpu_peak_gb is None or not facts.memory_gb:
+            return config
+        workers_per_gpu = max(1, round(1 / self.pool.gpu_share)) if self.pool.gpu_share else 1
+        slots = verifications_that_fit(verdict.gpu_peak_gb, facts.memory_gb, workers_per_gpu)
+        self.display.event("verify_slots", verify_per_gpu=slots, verification_peak_gb=verdict.gpu_peak_gb,
+                           gpu_memory_gb=facts.memory_gb)  # fmt: skip
+        return config.model_copy(update={"verify_per_gpu": slots})
 
     def _baseline_targets(self) -> list[str]:
         if self.state.config.baselines is not None:
@@ -288,6 +304,18 @@ class Driver:
         self.state = self.state.model_copy(update={"elapsed_s": self.state.elapsed_s + now - self.session_start})
         self.session_start = now
         self.trace.save_state(self.state)
+
+
+CONTEXTS_GB_PER_WORKER = 2.0  # CUDA contexts of a worker's waiting spare processes, about 0.5 GB each
+MEMORY_HEADROOM = 0.9  # of the GPU's memory: fragmentation, ncu's profiles of the beam's kernels
+
+
+def verifications_that_fit(peak_gb: float, memory_gb: float, workers_per_gpu: int) -> int:
+    """How many verifications, each using ``peak_gb`` at its peak, one GPU of ``memory_gb`` holds at once
+    beside its workers' spare processes; at least one, at most one per worker. One that runs out of memory
+    anyway is run again with the GPU to itself (``workers.task.verify_candidate``)."""
+    usable = MEMORY_HEADROOM * memory_gb - CONTEXTS_GB_PER_WORKER * workers_per_gpu
+    return max(1, min(workers_per_gpu, int(usable // max(peak_gb, 0.01))))
 
 
 def _same_task(task: Task | None, result: TaskResult) -> bool:

@@ -100,6 +100,13 @@ class TimingKnobs(Record):
                                                             "is above this (``workers.clock.measure``)")
 
 
+# In-round timings only rank candidates against the beam: the beam's kernels are timed again in full,
+# side by side, before one is crowned (``workers.task.retime``). A tenth of the full budgets keeps the
+# median's spread well under the gaps that decide a beam, while each timing holds the GPU's measurement
+# lock, which every worker of the GPU waits on, about a third as long.
+SEARCH_TIMING: dict[str, float] = {"warmup_ms": 50.0, "rep_ms": 100.0, "max_reps": 100}
+
+
 class TimingRequest(TimingKnobs):
     spec: RunSpec
     target: str = Field(description="'eager', 'compile', 'compile-max-autotune', or a kernel file path")
@@ -189,6 +196,9 @@ class Verdict(Record):
                                       "start: where the time went")
     timing: TimingResult | None = Field(None, description="the timing asked for with the request, taken after "
                                                           "the checks passed")
+    gpu_peak_gb: float | None = Field(None, description="the most GPU memory the job's two processes reserved "
+                                      "(PyTorch's allocators, CUDA contexts not counted): how many such jobs fit "
+                                      "on one GPU at once; None on the CPU")
 
 
 class BenchRow(Record):
@@ -296,6 +306,15 @@ class Floor(Record):
     floor_ms: float
     bound: Literal["memory", "compute"]
     peaks_source: str = Field(description="where the bandwidth and rate come from (measured or datasheet)")
+
+
+class DeviceFacts(Record):
+    """What a run's set-up learns of its device: the problem's floor, the GPU's name and memory."""
+
+    floor: Floor | None
+    gpu_name: str = Field(description="the GPU's name, or 'cpu (Triton interpreter)'")
+    floor_note: str = Field("", description="why there is no floor")
+    memory_gb: float | None = Field(None, description="the GPU's total memory; None on the CPU")
 
 
 BenchReport.model_rebuild()

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from beamsearch.schema import CheckResult, RunSpec, TimingResult, Verdict
+from beamsearch.schema import SEARCH_TIMING, CheckResult, RunSpec, TimingResult, Verdict
 from tests.conftest import KERNELS
 from workers import task
 from workers.gpu_lock import gpu_lock, gpu_memory
@@ -76,10 +76,11 @@ def test_other_failures_and_cpu_runs_are_not_retried(monkeypatch, cuda_spec, rea
 
 def test_an_out_of_memory_timing_is_run_again_alone(monkeypatch, cuda_spec, tmp_path) -> None:
     """The timing taken after the verification ran out of memory: the timing child takes it again alone,
-    with the same screen."""
+    with the same screen and the search's time budgets."""
     calls = []
 
-    def fake_time(spec, path, *, seed, exclusive=False, screen_above_ms=None):
+    def fake_time(spec, path, *, seed, exclusive=False, screen_above_ms=None, **budget):
+        assert budget == SEARCH_TIMING
         calls.append((exclusive, screen_above_ms, _memory_state(tmp_path)))
         return TimingResult(target=path, status="ok")
 
@@ -157,7 +158,7 @@ def test_a_timing_failing_a_check_other_jobs_can_fail_is_taken_again_alone(monke
     and the second timing counts; a wrong answer after the timed calls is the kernel's own and is not."""
     calls = []
 
-    def fake_time(spec, path, *, seed, exclusive=False, screen_above_ms=None):
+    def fake_time(spec, path, *, seed, exclusive=False, screen_above_ms=None, **budget):
         calls.append((exclusive, screen_above_ms, _memory_state(tmp_path)))
         return TimingResult(target=path, status="ok")
 

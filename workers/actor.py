@@ -13,7 +13,7 @@ import socket
 
 import ray
 
-from beamsearch.schema import RunSpec
+from beamsearch.schema import DeviceFacts, RunSpec
 from beamsearch.state import Baseline, BeamEntry, FinalTiming, Task, TaskResult
 from profiling.ncu import start_ncu_spare
 from workers import task as task_fns
@@ -46,8 +46,8 @@ class SearchWorker:
     def baselines(self, spec: RunSpec, targets: list[str]) -> list[Baseline]:
         return task_fns.time_baselines(spec, targets)
 
-    def floor(self, spec: RunSpec) -> tuple:
-        return task_fns.problem_floor_or_none(spec)
+    def device_facts(self, spec: RunSpec) -> DeviceFacts:
+        return task_fns.device_facts(spec)
 
     def versions(self, device: str) -> dict[str, str]:
         return task_fns.versions(device)

@@ -207,6 +207,7 @@ class _Runner:
         call_s = time.perf_counter() - started
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
         report = {
+            "peak_bytes": _peak_bytes(self.device),
             "same_as_previous": [k for k, o in enumerate(outs) if type(o) is torch.Tensor
                                  and any(_overlap(o, p) for p in previous)],  # fmt: skip
             "forbidden": dict(observed.forbidden) if observed else {},
@@ -276,6 +277,7 @@ class _Runner:
                 out.append(v)
         reps = [[r.rep, r.changes, r.seed, r.returned, r.shapes] for r in samples.reps]
         reply = {"timing": timing.model_dump(mode="json"), "kept": described, "threads_started": threads.n,
+                 "peak_bytes": _peak_bytes(self.device),
                  "sampled": {"reps": reps, "values": values}}  # fmt: skip
         return {**reply, **self._evidence()}, out
 
@@ -285,6 +287,11 @@ class _Runner:
             tampering += [f"{name} was replaced" for name in self.snapshot.changed()]
         background = self.background.left_running() if self.background is not None else []
         return {"tampering": tampering, "background": background}
+
+
+def _peak_bytes(device: str) -> int:
+    """The most memory this process's allocator has reserved: the judge schedules GPU jobs by it."""
+    return torch.cuda.max_memory_reserved(torch.device(device)) if device.startswith("cuda") else 0
 
 
 def _serve(channel: Channel) -> None:

@@ -19,6 +19,8 @@ from pathlib import Path
 
 from beamsearch.config import SearchConfig
 from beamsearch.schema import (
+    SEARCH_TIMING,
+    DeviceFacts,
     Diagnosis,
     Floor,
     Kernel,
@@ -94,18 +96,19 @@ def out_of_gpu_memory(spec: RunSpec, passed: bool, reason: str) -> bool:
     return not passed and spec.device.startswith("cuda") and oom
 
 
-def verify_candidate(spec: RunSpec, path: str, seeds: list[int], slots: int, screen_above_ms: float | None = None) -> Verdict:
-    """Verify holding one of the GPU's ``slots`` verification places while the checks run; a kernel that
-    passes is then timed in the same process, on the first seed's inputs (``Verdict.timing``), so a
-    candidate starts one GPU process fewer. The timing gives the place up: held while it waits for the
-    measurement lock, four workers' places would queue behind one profile.
+def verify_candidate(spec: RunSpec, path: str, seeds: list[int], slots: int, screen_above_ms: float | None = None,
+                     budget: dict[str, float] = SEARCH_TIMING) -> Verdict:  # fmt: skip
+    """Verify holding one of the GPU's ``slots`` verification places (a memory budget); a kernel that
+    passes is then timed in the same process, still holding it, on the first seed's inputs
+    (``Verdict.timing``), so a candidate starts one GPU process fewer.
 
     A verification that ran out of GPU memory beside other workers' verifications, timings and profiles
     is run once more with the GPU to itself (no other job of any worker running; and the measurement
     lock inside the child), so memory pressure is not held against the kernel; a kernel that needs more
     memory than the GPU has fails the second time too. The workers' idle spares still hold their CUDA
-    contexts then, about 0.5 GB each. ``screen_above_ms``: the timing stops early above it (``Task``)."""
-    knobs = TimingKnobs(seed=seeds[0], screen_above_ms=screen_above_ms)
+    contexts then, about 0.5 GB each. ``screen_above_ms``: the timing stops early above it (``Task``).
+    ``budget``: the timing's time budgets (``SEARCH_TIMING``: a search's; ``{}``: the full ones)."""
+    knobs = TimingKnobs(seed=seeds[0], screen_above_ms=screen_above_ms, **budget)
     with gpu_memory(spec.device):
         verdict = verify_kernel(spec, path, seeds=seeds, timing=knobs, slots=slots)
     if not out_of_gpu_memory(spec, verdict.passed, verdict.reason):
@@ -124,7 +127,8 @@ def disturbed_by_other_jobs(spec: RunSpec, timing: TimingResult) -> bool:
     return spec.device.startswith("cuda") and timing.status == "failed" and bool(failed) and failed <= CONTENDED_CHECKS
 
 
-def time_candidate(spec: RunSpec, path: str, seed: int, verdict: Verdict, screen_above_ms: float | None = None) -> TimingResult:
+def time_candidate(spec: RunSpec, path: str, seed: int, verdict: Verdict, screen_above_ms: float | None = None,
+                   budget: dict[str, float] = SEARCH_TIMING) -> TimingResult:  # fmt: skip
     """The timing taken after the verification, in the kernel's process. One that ran out of GPU memory
     while other jobs held theirs, or failed a check their GPU work can fail (``disturbed_by_other_jobs``),
     is taken again by the timing child with the GPU to itself; the second timing is the one that counts,
@@ -133,7 +137,7 @@ def time_candidate(spec: RunSpec, path: str, seed: int, verdict: Verdict, screen
     oom = out_of_gpu_memory(spec, timing.status == "ok", timing.reason)
     if not (oom or disturbed_by_other_jobs(spec, timing)):
         return timing
-    again = time_alone(spec, path, seed=seed, screen_above_ms=screen_above_ms)
+    again = time_alone(spec, path, seed=seed, screen_above_ms=screen_above_ms, **budget)
     return again.model_copy(update={"retried_alone_after": f"{timing.status}: {timing.reason}"[:500]})
 
 
@@ -187,7 +191,7 @@ def run_task(task: Task, ctx: WorkerContext) -> TaskResult:
     while True:
         path = ctx.kernel_file(f"{task.id}-v{len(tries)}", kernel)
         with stages("verify"):
-            verdict = verify_candidate(spec, path, seeds, config.verify_per_gpu, task.screen_above_ms)
+            verdict = verify_candidate(spec, path, seeds, config.verify_per_gpu or 1, task.screen_above_ms)
         tries.append(VerifyTry(kernel=kernel, verdict=verdict))
         if verdict.passed or llm is None or len(tries) > config.refine_tries:
             break
@@ -249,7 +253,7 @@ def measure_input(task: Task, ctx: WorkerContext) -> TaskResult:
     path = ctx.kernel_file(task.id, kernel)
     seeds = task_seeds(task.id, task.config.seed)
     with stages("verify"):
-        verdict = verify_candidate(spec, path, seeds, task.config.verify_per_gpu)
+        verdict = verify_candidate(spec, path, seeds, task.config.verify_per_gpu or 1)
     tries = [VerifyTry(kernel=kernel, verdict=verdict)]
     if not verdict.passed:
         return _done(TaskResult(status="rejected", reason=f"{verdict.status}: {verdict.reason}", tries=tries, **common), stages)
@@ -278,20 +282,22 @@ def time_baselines(spec: RunSpec, targets: list[str]) -> list[Baseline]:
     return out
 
 
-def problem_floor_or_none(spec: RunSpec) -> tuple[Floor | None, str, str]:
-    """(floor, GPU name, why no floor). Counting work imports the problem (not a candidate) here."""
+def device_facts(spec: RunSpec) -> DeviceFacts:
+    """The floor, the GPU's name and memory. Counting work imports the problem (not a candidate) here."""
     if not spec.device.startswith("cuda"):
-        return None, "cpu (Triton interpreter)", "CPU run: no floor"
+        return DeviceFacts(floor=None, gpu_name="cpu (Triton interpreter)", floor_note="CPU run: no floor")
     import torch
 
     from profiling.gpu_specs import UnknownGpu
     from profiling.work import problem_floor
 
-    name = torch.cuda.get_device_name(torch.device(spec.device))
+    device = torch.device(spec.device)
+    name = torch.cuda.get_device_name(device)
+    memory_gb = round(torch.cuda.get_device_properties(device).total_memory / 1e9, 1)
     try:
-        return problem_floor(spec, name), name, ""
+        return DeviceFacts(floor=problem_floor(spec, name), gpu_name=name, memory_gb=memory_gb)
     except UnknownGpu as e:
-        return None, name, str(e)
+        return DeviceFacts(floor=None, gpu_name=name, floor_note=str(e), memory_gb=memory_gb)
 
 
 def retime(spec: RunSpec, entries: list[BeamEntry], ctx: WorkerContext, rounds: int = 2) -> list[FinalTiming]:

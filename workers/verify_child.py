@@ -16,8 +16,8 @@ with other values written in place (caching by pointer), fresh tensors holding t
 elements changed (a cache keyed on a sample of the input), and fresh tensors with exactly those values
 again (a cache keyed on all of it hands back the previous output's memory).
 
-The checks run holding one of the GPU's verification places (``gpu_slot``, a memory budget) when the
-request names them; the timing does not hold it. When the request asks for a timing and every check has
+The checks and the timing run holding one of the GPU's verification places (``gpu_slot``, a memory
+budget) when the request names them. When the request asks for a timing and every check has
 passed, the runner times the kernel on fresh inputs (``time_after_checks``) while this process holds
 the GPU's measurement lock, and hands back copies of the outputs of a few timed repetitions, chosen at
 random after each call returned, and a sample of every repetition's outputs (``workers.timed_outputs``).
@@ -117,17 +117,20 @@ def verify(req: VerifyRequest, runner: KernelProcess) -> Verdict:
     status, reason, tb = "ok", "all checks passed", ""
     timing: TimingResult | None = None
     lock_dir = req.timing.lock_dir if req.timing is not None else ""  # one folder for every lock of this job
+    kernel = _Kernel(runner)
     try:
         with gpu_lock(req.spec.device, lock_dir) if req.exclusive else contextlib.nullcontext():
-            # The slot (a memory budget) covers the checks only: a timing waiting for the measurement lock
-            # (behind a profile, say) must not keep other workers' verifications from starting.
-            with gpu_slot(req.spec.device, "verify", req.slots), gpu_in_use(req.spec.device, lock_dir):
-                checks.steps.end("slot_taken")
-                kernel, module, pool = _verify(req, checks, runner)
-            if req.timing is not None:
-                with gpu_in_use(req.spec.device, lock_dir):  # set aside while measuring (gpu_lock)
-                    timing = time_after_checks(req, kernel, module, pool, checks.sandbox)
-                checks.steps.end("timed")
+            # The slot is a memory budget (``SearchConfig.verify_per_gpu``), so it covers the timing too:
+            # the timing's inputs, their pristine copies and the kept outputs are held while it waits for
+            # the measurement lock.
+            with gpu_slot(req.spec.device, "verify", req.slots):
+                with gpu_in_use(req.spec.device, lock_dir):
+                    checks.steps.end("slot_taken")
+                    module, pool = _verify(req, checks, kernel)
+                if req.timing is not None:
+                    with gpu_in_use(req.spec.device, lock_dir):  # set aside while measuring (gpu_lock)
+                        timing = time_after_checks(req, kernel, module, pool, checks.sandbox)
+                    checks.steps.end("timed")
     except Failed as f:
         status, reason, tb = f.status, f.reason, f.tb
     except Exception as e:  # the harness's own steps (inputs, copies, references) failed, e.g. out of memory
@@ -155,7 +158,15 @@ def verify(req: VerifyRequest, runner: KernelProcess) -> Verdict:
         sandbox=checks.sandbox,
         steps_s=checks.steps.ended,
         timing=timing,
+        gpu_peak_gb=_peak_gb(req.spec.device, kernel),
     )
+
+
+def _peak_gb(device: str, kernel: _Kernel) -> float | None:
+    """This process's allocator peak and the runner's, together (``Verdict.gpu_peak_gb``)."""
+    if not device.startswith("cuda"):
+        return None
+    return round((torch.cuda.max_memory_reserved(torch.device(device)) + kernel.peak_bytes) / 1e9, 3)
 
 
 class _Kernel:
@@ -165,6 +176,7 @@ class _Kernel:
         self.runner = runner
         self.sandbox = ""  # as the runner reported it, also in an error reply
         self.call_trips_s: list[float] = []  # each call's round trip on this clock: the runner's word is not needed
+        self.peak_bytes = 0  # the runner's word: it only schedules jobs, it never judges a kernel
 
     def warm_call_s(self) -> float:
         """The slowest call after the first (which compiled); the first if it is the only one."""
@@ -188,6 +200,9 @@ class _Kernel:
             raise Failed("crashed", self.runner.describe_death(_output_tail())) from e
         except ProtocolError as e:
             raise Failed("crashed", f"unreadable reply from the kernel's process: {e}") from e
+        peak = (reply.get("report") or reply).get("peak_bytes") if isinstance(reply, dict) else None
+        if isinstance(peak, int):
+            self.peak_bytes = max(self.peak_bytes, peak)
         error = reply.get("error")
         if isinstance(error, dict) and "sandbox" in error:
             self.sandbox = str(error["sandbox"])
@@ -231,7 +246,7 @@ class _Kernel:
         return reply, outs
 
 
-def _verify(req: VerifyRequest, checks: Checks, runner: KernelProcess) -> tuple[_Kernel, Any, _SharedPool]:
+def _verify(req: VerifyRequest, checks: Checks, kernel: _Kernel) -> tuple[Any, _SharedPool]:
     """Every check; raises Failed at the first that fails. Returns what a timing goes on with."""
     spec = req.spec
     if spec.device.startswith("cuda") and not torch.cuda.is_available():
@@ -244,7 +259,6 @@ def _verify(req: VerifyRequest, checks: Checks, runner: KernelProcess) -> tuple[
     if not Path(req.kernel_path).is_file():
         raise Failed("compile_failed", f"kernel file {req.kernel_path} does not exist")
     checks.steps.end("problem_loaded")
-    kernel = _Kernel(runner)
     kernel.load(req.kernel_path, spec.device, checks)
     checks.steps.end("kernel_imported")
     pool = _SharedPool(spec.device)
@@ -283,7 +297,7 @@ def _verify(req: VerifyRequest, checks: Checks, runner: KernelProcess) -> tuple[
             again = [t.clone() if isinstance(t, torch.Tensor) else t for t in nudged]
         _checked_call(kernel, again, values, reference, req, checks, f"{where}, the same values again")
         checks.steps.end("cache_checks")
-    return kernel, module, pool
+    return module, pool
 
 
 def time_after_checks(req: VerifyRequest, kernel: _Kernel, module: Any, pool: _SharedPool, sandbox: str) -> TimingResult:
