@@ -124,8 +124,9 @@ def verify(req: VerifyRequest, runner: KernelProcess) -> Verdict:
             # the timing's inputs, their pristine copies and the kept outputs are held while it waits for
             # the measurement lock.
             with gpu_slot(req.spec.device, "verify", req.slots):
+                checks.steps.end("slot_taken")
                 with gpu_in_use(req.spec.device, lock_dir):
-                    checks.steps.end("slot_taken")
+                    checks.steps.end("in_use")
                     module, pool = _verify(req, checks, kernel)
                 if req.timing is not None:
                     with gpu_in_use(req.spec.device, lock_dir):  # set aside while measuring (gpu_lock)
