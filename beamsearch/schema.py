@@ -153,7 +153,9 @@ class VerifyRequest(Record):
     timing: TimingKnobs | None = Field(None, description="once every check has passed, time the kernel in the "
                                                          "process that ran it (its verdict carries the timing)")
     slots: int = Field(0, ge=0, description="hold one of this many verification places on the GPU (gpu_slot) while "
-                                            "the checks run, not while timing; 0: none")
+                                            "the checks and the timing run; 0: none")
+    first_call_limit_s: float | None = Field(None, gt=0, description="the longest the kernel's first call (its "
+                                             "compile) may take; None: only the child's timeout bounds it")
 
 
 VerdictStatus = Literal[

@@ -96,3 +96,11 @@ def test_the_driver_planned_kernel_is_the_candidate_and_a_task_without_one_offli
     assert ok.status == "ok" and ok.kernel == PLANNED and ok.median_ms == 2.5
     none = _run(monkeypatch, _timing("ok", 2.5), kernel=None)
     assert none.status == "no_proposal" and none.kernel is None and "no kernel to try" in none.reason
+
+
+def test_only_the_tuners_variants_have_a_compile_time_limit() -> None:
+    """A model's kernel may autotune in its first call; a knob variant compiles in about a second."""
+    source = "def kernel_function(x):\n    return x\n"
+    assert task_module.compile_limit_s(Kernel(source=source, origin="tuner")) == task_module.TUNER_COMPILE_LIMIT_S
+    for origin in ("llm", "replay", "input"):
+        assert task_module.compile_limit_s(Kernel(source=source, origin=origin)) is None

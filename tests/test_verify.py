@@ -6,6 +6,7 @@ import pytest
 
 from beamsearch.schema import RunSpec
 from tests.conftest import KERNELS
+from workers.proposers.searcher import is_resource_failure
 from workers.verify import verify_kernel
 
 # kernel file -> (status, failing check or None, words the reason must contain)
@@ -43,6 +44,15 @@ def test_hanging_kernel_times_out_and_the_caller_carries_on(scale_spec: RunSpec)
     verdict = verify_kernel(scale_spec, str(KERNELS / "hangs.py"), timeout_s=15)
     assert verdict.status == "timeout" and not verdict.passed
     assert 15 <= verdict.duration_s < 30
+
+
+def test_a_first_call_past_its_limit_is_a_timeout_that_says_it_was_the_compile(scale_spec: RunSpec) -> None:
+    """A tuner's variant whose first call (its compile) takes far longer than a compile should is stopped
+    then, not at the child's timeout; without the limit the same kernel is slow once and passes."""
+    verdict = verify_kernel(scale_spec, str(KERNELS / "slow_first_call.py"), timeout_s=120, first_call_limit_s=3)
+    assert verdict.status == "timeout" and "compile time limit" in verdict.reason, verdict.reason
+    assert verdict.duration_s < 30
+    assert is_resource_failure(f"{verdict.status}: {verdict.reason}")  # the searcher rules out larger tiles
 
 
 def test_invalid_triton_kernel_is_a_runtime_error_under_the_interpreter(scale_spec: RunSpec) -> None:

@@ -88,6 +88,15 @@ def task_seeds(task_id: str, base: int) -> list[int]:
 
 
 CONTENDED_CHECKS = {"clocks_agree", "current_stream"}
+# A knob variant compiles in about a second; one that takes many times that (huge tiles, deep pipelines)
+# holds its worker, and the round waiting on it, for minutes, for a kernel that is slow anyway. A model's
+# kernel may autotune in its first call, so it gets no such limit.
+TUNER_COMPILE_LIMIT_S = 15.0
+
+
+def compile_limit_s(kernel: Kernel) -> float | None:
+    """The longest a candidate's first call (its compile) may take: bounded for the tuner's variants only."""
+    return TUNER_COMPILE_LIMIT_S if kernel.origin == "tuner" else None
 
 
 def out_of_gpu_memory(spec: RunSpec, passed: bool, reason: str) -> bool:
@@ -97,7 +106,7 @@ def out_of_gpu_memory(spec: RunSpec, passed: bool, reason: str) -> bool:
 
 
 def verify_candidate(spec: RunSpec, path: str, seeds: list[int], slots: int, screen_above_ms: float | None = None,
-                     budget: dict[str, float] = SEARCH_TIMING) -> Verdict:  # fmt: skip
+                     budget: dict[str, float] = SEARCH_TIMING, first_call_limit_s: float | None = None) -> Verdict:  # fmt: skip
     """Verify holding one of the GPU's ``slots`` verification places (a memory budget); a kernel that
     passes is then timed in the same process, still holding it, on the first seed's inputs
     (``Verdict.timing``), so a candidate starts one GPU process fewer.
@@ -107,14 +116,15 @@ def verify_candidate(spec: RunSpec, path: str, seeds: list[int], slots: int, scr
     lock inside the child), so memory pressure is not held against the kernel; a kernel that needs more
     memory than the GPU has fails the second time too. The workers' idle spares still hold their CUDA
     contexts then, about 0.5 GB each. ``screen_above_ms``: the timing stops early above it (``Task``).
-    ``budget``: the timing's time budgets (``SEARCH_TIMING``: a search's; ``{}``: the full ones)."""
+    ``budget``: the timing's time budgets (``SEARCH_TIMING``: a search's; ``{}``: the full ones).
+    ``first_call_limit_s``: the longest its first call (the compile) may take."""
     knobs = TimingKnobs(seed=seeds[0], screen_above_ms=screen_above_ms, **budget)
     with gpu_memory(spec.device):
-        verdict = verify_kernel(spec, path, seeds=seeds, timing=knobs, slots=slots)
+        verdict = verify_kernel(spec, path, seeds=seeds, timing=knobs, slots=slots, first_call_limit_s=first_call_limit_s)
     if not out_of_gpu_memory(spec, verdict.passed, verdict.reason):
         return verdict
     with gpu_memory(spec.device, alone=True):
-        again = verify_kernel(spec, path, seeds=seeds, exclusive=True, timing=knobs)
+        again = verify_kernel(spec, path, seeds=seeds, exclusive=True, timing=knobs, first_call_limit_s=first_call_limit_s)
     return again.model_copy(update={"retried_alone": True})
 
 
@@ -191,7 +201,8 @@ def run_task(task: Task, ctx: WorkerContext) -> TaskResult:
     while True:
         path = ctx.kernel_file(f"{task.id}-v{len(tries)}", kernel)
         with stages("verify"):
-            verdict = verify_candidate(spec, path, seeds, config.verify_per_gpu or 1, task.screen_above_ms)
+            verdict = verify_candidate(spec, path, seeds, config.verify_per_gpu or 1, task.screen_above_ms,
+                                       first_call_limit_s=compile_limit_s(kernel))  # fmt: skip
         tries.append(VerifyTry(kernel=kernel, verdict=verdict))
         if verdict.passed or llm is None or len(tries) > config.refine_tries:
             break

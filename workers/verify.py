@@ -23,10 +23,12 @@ def verify_kernel(
     exclusive: bool = False,
     timing: TimingKnobs | None = None,
     slots: int = 0,
+    first_call_limit_s: float | None = None,
 ) -> Verdict:
     """Run every check on ``kernel_path`` in a child process and return the verdict; with ``timing``,
     a kernel that passes is then timed in the same process (``Verdict.timing``). With ``slots``, the checks
-    wait for one of that many verification places on the GPU (``gpu_slot``); the timing does not hold it.
+    and the timing wait for one of that many verification places on the GPU (``gpu_slot``). With
+    ``first_call_limit_s``, a first call (the compile) that takes longer is a ``timeout``.
 
     Never raises for anything the kernel does: a hang becomes ``timeout``, a dead child ``crashed``.
     """
@@ -42,6 +44,7 @@ def verify_kernel(
         exclusive=exclusive,
         timing=timing,
         slots=slots,
+        first_call_limit_s=first_call_limit_s,
     )
     run = run_child("workers.verify_child", request, timeout_s, spec.device)
     common = dict(kernel_path=kernel_path, seeds=request.seeds, spec=spec, tolerance=request.tolerance,

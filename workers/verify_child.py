@@ -117,7 +117,7 @@ def verify(req: VerifyRequest, runner: KernelProcess) -> Verdict:
     status, reason, tb = "ok", "all checks passed", ""
     timing: TimingResult | None = None
     lock_dir = req.timing.lock_dir if req.timing is not None else ""  # one folder for every lock of this job
-    kernel = _Kernel(runner)
+    kernel = _Kernel(runner, req.first_call_limit_s)
     try:
         with gpu_lock(req.spec.device, lock_dir) if req.exclusive else contextlib.nullcontext():
             # The slot is a memory budget (``SearchConfig.verify_per_gpu``), so it covers the timing too:
@@ -173,8 +173,9 @@ def _peak_gb(device: str, kernel: _Kernel) -> float | None:
 class _Kernel:
     """The judge's side of the conversation with the runner: requests in, Failed or replies out."""
 
-    def __init__(self, runner: KernelProcess) -> None:
+    def __init__(self, runner: KernelProcess, first_call_limit_s: float | None = None) -> None:
         self.runner = runner
+        self.first_call_limit_s = first_call_limit_s  # VerifyRequest.first_call_limit_s
         self.sandbox = ""  # as the runner reported it, also in an error reply
         self.call_trips_s: list[float] = []  # each call's round trip on this clock: the runner's word is not needed
         self.peak_bytes = 0  # the runner's word: it only schedules jobs, it never judges a kernel
@@ -186,14 +187,21 @@ class _Kernel:
     def request(self, body: dict[str, Any], tensors: list[torch.Tensor] = (), expected_s: float | None = None,
                 notes: list[dict[str, Any]] | None = None) -> tuple[dict[str, Any], list[torch.Tensor]]:  # fmt: skip
         """``expected_s``: how long the request should take; past HANG_SLACK_S + HANG_FACTOR times that, it
-        is a hang (``timeout``) and the runner is killed."""
+        is a hang (``timeout``) and the runner is killed. The first call, with no calls before it to
+        predict it, is bounded by ``first_call_limit_s`` alone, where there is one."""
         if not self.runner.alive():
             raise Failed("problem_error", "the kernel's process died before the job began (out of memory?): "
                          + self.runner.describe_death(_output_tail()))  # fmt: skip
+        first_call = body.get("op") == "call" and not self.call_trips_s and expected_s is None
         deadline_s = None if expected_s is None else HANG_SLACK_S + HANG_FACTOR * expected_s
+        if first_call and self.first_call_limit_s is not None:
+            deadline_s = self.first_call_limit_s
         try:
             reply, tensors_back = self.runner.request(body, list(tensors), deadline_s, notes)
         except KernelProcessHung as e:
+            if expected_s is None:
+                raise Failed("timeout", f"its first call (the compile) took over {deadline_s:.0f} s, the "
+                                        "compile time limit; its process was killed") from e  # fmt: skip
             raise Failed("timeout", f"no reply within {deadline_s:.0f} s, where the calls so far predict "
                                     f"{expected_s:.2f} s: the kernel hangs (a deadlock or a race on a "
                                     "spin-wait?); its process was killed") from e  # fmt: skip

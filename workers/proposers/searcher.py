@@ -31,9 +31,11 @@ DEFAULT_BUDGET = 100  # without a budget, spaces up to this many points are sear
 TPE_STARTUP = 8  # observations before TPE models (fewer than Optuna's 10: the first points are informed)
 HYBRID_RADIUS = 1  # hybrid: how far from the best point its local stream looks
 MAX_WALK = 200_000  # points a nearest-free-point walk visits at most (a huge, nearly spent space)
-# Failures that grow with block sizes and stages: a point above a failed one fails too.
+# Failures that grow with block sizes and stages: a point above a failed one fails too (a compile too
+# slow for the search, ``workers.task.TUNER_COMPILE_LIMIT_S``, among them).
 RESOURCE_FAILURE = re.compile(
-    r"out of resource|OutOfResources|too many resources|shared memory|register|spill|maximum tensor numel",
+    r"out of resource|OutOfResources|too many resources|shared memory|register|spill|maximum tensor numel"
+    r"|compile time limit",
     re.IGNORECASE,
 )
 
