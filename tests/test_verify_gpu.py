@@ -129,3 +129,9 @@ def test_a_verification_keeps_its_memory_place_through_its_timing(gpu_spec, tmp_
     assert verdict.timing.lock_wait_s >= 0.3 and "slot_taken" in verdict.steps_s
     assert not _slot_busy(tmp_path)
     assert verdict.gpu_peak_gb is not None and verdict.gpu_peak_gb > 0
+
+
+def test_a_first_call_past_its_limit_is_a_timeout_on_gpu(gpu_spec: RunSpec) -> None:
+    verdict = verify_kernel(gpu_spec, str(KERNELS / "slow_first_call.py"), timeout_s=120, first_call_limit_s=3)
+    assert verdict.status == "timeout" and "compile time limit" in verdict.reason, verdict.reason
+    assert verdict.duration_s < 30
