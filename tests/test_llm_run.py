@@ -8,7 +8,7 @@ import threading
 
 from beamsearch.state import BeamState, TaskResult
 from tests.llm_server import HttpError, Reply, Respond, ScriptedLLMServer, Slow
-from tests.test_search import PROBLEM, START, _events, run_cli
+from tests.test_search import PROBLEM, START, _events, check_trace, run_cli
 
 DIAGNOSIS = json.dumps([{"category": "memory", "summary": "rows per program"}])
 
@@ -121,3 +121,60 @@ def test_one_concurrency_limit_and_one_diagnosis_per_run(tmp_path) -> None:
     summary = json.loads((out / "summary.json").read_text())
     # one diagnosis, two rewrites and their repair requests; the pre-flight is not a task's
     assert summary["tokens"] == 5 * (11 + 7)
+
+
+def _variant(rows: int) -> str:
+    return START.read_text().replace("BLOCK_R = 4", f"BLOCK_R = {rows}")
+
+
+def _three_kernels(prompt: str) -> Reply:
+    """One reply with three new kernels, the first of them twice; a reflection for each candidate."""
+    if "Reply with the word OK" in prompt:
+        return Reply("OK")
+    if "what limits its speed" in prompt:
+        return Reply(DIAGNOSIS)
+    if "Look back at it" in prompt:
+        return Reply(json.dumps({"expected": "e", "observed": "o", "lesson": "L"}))
+    if "# The bottleneck" in prompt:
+        blocks = [_variant(8), _variant(2), _variant(8), _variant(16)]
+        return Reply("Options:\n" + "".join(f"```python\n{b}```\n" for b in blocks))
+    return Reply("no code")
+
+
+def test_every_kernel_of_a_reply_is_a_candidate_now_or_in_the_next_round(tmp_path) -> None:
+    """Point 10: a reply with three kernels (and a repeat) on a round of one place: its task tries the first,
+    the second takes the round's place for handed-back kernels, the third waits in the resume point and,
+    the run resumed for one more round, opens it; the repeat is a note."""
+    out = tmp_path / "run"
+    with ScriptedLLMServer(default=Respond(_three_kernels)) as server:
+        args = ["--api-base", server.api_base, "--quiet"]
+        done = run_cli("--problem", PROBLEM, "--kernel", str(START), "--out", str(out), "--rounds", "1", "--workers",
+                       "1", "--directions", "1", "--beam-width", "1", "--llm", "openai/test-model", *args, timeout=400)  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+        summary, candidates = check_trace(out, rounds=1)
+        assert sorted(candidates) == ["input", "r1-t0", "r1-t0-k1"]
+        first, second = candidates["r1-t0"], candidates["r1-t0-k1"]
+        assert first.status == second.status == "ok", (first.reason, second.reason)
+        assert "BLOCK_R = 8" in first.kernel.source and "BLOCK_R = 2" in second.kernel.source
+        assert second.from_task == "r1-t0" and second.parent_id == "input" and second.timing is not None
+        assert first.reply_notes == [
+            "kernel 3 of the reply repeats kernel 1 of the same reply: not tried again",
+            "r1-t0-k1: tried in round 1",
+            "r1-t0-k2: no place left in round 1; waits for the next round",
+        ], first.reply_notes
+        assert "r1-t0's reply" in (out / "optimization_trace/round_1/candidates/r1-t0-k1/opt_reply.txt").read_text()
+        assert summary.not_tried == ["r1-t0-k2 (a kernel of r1-t0's reply)"]
+        (waiting,) = BeamState.model_validate_json((out / "state.json").read_text()).pending
+        assert waiting.id == "r1-t0-k2" and "BLOCK_R = 16" in waiting.kernel.source
+
+        asked = len(server.chat_requests())
+        again = run_cli("--resume", "--out", str(out), "--rounds", "2", *args, timeout=400)
+        assert again.returncode == 0, again.stderr[-3000:]
+    _, candidates = check_trace(out, rounds=2)
+    third = candidates["r1-t0-k2"]
+    assert third.round == 2 and third.from_task == "r1-t0" and third.status == "ok", third.reason
+    assert sorted(candidates) == ["input", "r1-t0", "r1-t0-k1", "r1-t0-k2"]  # the round had no place for a rewrite
+    assert BeamState.model_validate_json((out / "state.json").read_text()).pending == []
+    texts = ["\n".join(m["content"] for m in r.body["messages"]) for r in server.chat_requests()[asked:]]
+    assert not [t for t in texts if "# The bottleneck" in t and "Look back at it" not in t]  # no rewrite asked for
+    assert any("Look back at it" in t for t in texts)  # the kernel reflected on like any other

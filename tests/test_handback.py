@@ -1,0 +1,79 @@
+"""Kernels a reply held besides its task's own (beamsearch/handback.py): where each goes, pure records only."""
+
+from __future__ import annotations
+
+from beamsearch.beam import code_hash, plan_round
+from beamsearch.config import SearchConfig
+from beamsearch.handback import Handback
+from beamsearch.schema import Kernel, RunSpec, Verdict
+from beamsearch.state import BeamEntry, BeamState, PendingKernel, TaskResult, VerifyTry
+
+PARENT = "def kernel_function(x):\n    return x\n"
+
+
+def _kernel(body: str) -> Kernel:
+    return Kernel(source=f"def kernel_function(x):\n    return {body}\n", origin="llm")
+
+
+def _round(places: int, finished: dict[str, TaskResult] | None = None,
+           waiting: list[PendingKernel] = ()) -> tuple[BeamState, Handback]:  # fmt: skip
+    spec = RunSpec(problem_path="/p/problem.py", shapes="small", device="cpu")
+    entry = BeamEntry(id="input", kernel=Kernel(source=PARENT, origin="input"), median_ms=1.0, round=0)
+    state = BeamState(config=SearchConfig(problem="p", beam_width=1, directions=2), problem="p", spec=spec,
+                      beam=[entry])  # fmt: skip
+    tasks = {t.id: t for t in plan_round(state, 1)}
+    return state, Handback(state, 1, tasks, places, list(waiting), finished or {})
+
+
+def _result(task_id: str, kernel: Kernel, handed_back: list[Kernel] = (), first: Kernel | None = None) -> TaskResult:
+    tries = [VerifyTry(kernel=first or kernel, verdict=Verdict(passed=True, status="ok", reason="", kernel_path="k"))]
+    return TaskResult(task_id=task_id, parent_id="input", round=1, direction=1, status="ok", reason="",
+                      kernel=kernel, tries=tries, handed_back=list(handed_back))  # fmt: skip
+
+
+def test_handed_back_kernels_take_the_places_left_then_wait_for_the_next_round() -> None:
+    b, c = _kernel("x * 2"), _kernel("x * 3")
+    b_again = Kernel(source=b.source.replace("return", "# the same\n    return"), origin="llm")
+    state, handback = _round(places=1)
+    notes, reused = handback.take(_result("r1-t1", _kernel("x + 1"), [b, c, b_again]), seen={})
+    assert notes == ["r1-t1-k1: tried in round 1", "r1-t1-k2: no place left in round 1; waits for the next round",
+                     "r1-t1-k3 not tried: same code as r1-t1-k1, handed back too"] and reused == []  # fmt: skip
+    task = handback.next_task()
+    assert (task.id, task.kernel, task.from_task, task.direction, task.parent.id) == ("r1-t1-k1", b, "r1-t1", 1, "input")
+    assert handback.next_task() is None and handback.taken == 1
+    (waiting,) = handback.pending
+    assert (waiting.id, waiting.kernel, waiting.from_task) == ("r1-t1-k2", c, "r1-t1")
+
+
+def test_a_kernel_the_run_has_seen_is_not_tried_again() -> None:
+    b = _kernel("x * 2")
+    _, handback = _round(places=4)
+    notes, _ = handback.take(_result("r1-t0", _kernel("x + 1"), [b]), seen={code_hash(b.source): "r0-t3"})
+    assert notes == ["r1-t0-k1 not tried: same code as r0-t3"] and handback.next_task() is None
+
+
+def test_a_kernel_waiting_from_an_earlier_round_is_not_handed_back_twice() -> None:
+    b = _kernel("x * 2")
+    parent = BeamEntry(id="input", kernel=Kernel(source=PARENT, origin="input"), median_ms=1.0, round=0)
+    earlier = PendingKernel(id="r0-t9-k1", kernel=b, parent=parent, direction=0, from_task="r0-t9")
+    _, handback = _round(places=4, waiting=[earlier])
+    notes, _ = handback.take(_result("r1-t0", _kernel("x + 1"), [b]), seen={})
+    assert notes == ["r1-t0-k1 not tried: same code as r0-t9-k1, handed back too"]
+    assert handback.pending == [earlier]
+
+
+def test_a_resumed_round_reuses_the_handed_back_candidates_that_finished() -> None:
+    """Refined after a failed try, the finished candidate's final kernel differs: it is the one it started
+    from that must match."""
+    b, c = _kernel("x * 2"), _kernel("x * 3")
+    done = _result("r1-t0-k1", _kernel("x * 2.0"), first=b)
+    _, handback = _round(places=1, finished={"r1-t0-k1": done})
+    notes, reused = handback.take(_result("r1-t0", _kernel("x + 1"), [b, c]), seen={})
+    assert reused == [done] and handback.next_task() is None
+    assert notes == ["r1-t0-k1: tried in round 1", "r1-t0-k2: no place left in round 1; waits for the next round"]
+
+
+def test_only_a_planned_task_hands_kernels_back() -> None:
+    _, handback = _round(places=4)
+    notes, _ = handback.take(_result("r1-t0-k1", _kernel("x + 1"), [_kernel("x * 2")]), seen={})
+    assert notes == [] and handback.next_task() is None
