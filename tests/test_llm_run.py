@@ -1,14 +1,19 @@
 """Whole CPU runs on the LLM path against the scripted server: a model lost mid-run (after the
-pre-flight), with each choice of ``--on-model-lost``."""
+pre-flight), with each choice of ``--on-model-lost``; a reply with several kernels, through a resume."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import threading
+import time
 
 from beamsearch.state import BeamState, TaskResult
 from tests.llm_server import HttpError, Reply, Respond, ScriptedLLMServer, Slow
-from tests.test_search import PROBLEM, START, _events, check_trace, run_cli
+from tests.test_search import PROBLEM, ROOT, START, _env, _events, check_trace, run_cli
 
 DIAGNOSIS = json.dumps([{"category": "memory", "summary": "rows per program"}])
 
@@ -178,3 +183,37 @@ def test_every_kernel_of_a_reply_is_a_candidate_now_or_in_the_next_round(tmp_pat
     texts = ["\n".join(m["content"] for m in r.body["messages"]) for r in server.chat_requests()[asked:]]
     assert not [t for t in texts if "# The bottleneck" in t and "Look back at it" not in t]  # no rewrite asked for
     assert any("Look back at it" in t for t in texts)  # the kernel reflected on like any other
+
+
+def test_a_round_cut_short_after_the_reply_tries_its_handed_back_kernels_on_resume(tmp_path) -> None:
+    """The driver killed once the reply's own candidate is written: the resumed round reuses it, derives its
+    handed-back kernels from its result.json, tries the one the round has a place for, keeps the other."""
+    out = tmp_path / "run"
+    with ScriptedLLMServer(default=Respond(_three_kernels)) as server:
+        args = ["--problem", PROBLEM, "--kernel", str(START), "--out", str(out), "--rounds", "1", "--workers", "1",
+                "--directions", "1", "--beam-width", "1", "--llm", "openai/test-model", "--api-base", server.api_base,
+                "--quiet"]  # fmt: skip
+        proc = subprocess.Popen([sys.executable, "-m", "beamsearch.run", *args], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, cwd=ROOT, env=_env(), start_new_session=True)  # fmt: skip
+        try:
+            deadline = time.monotonic() + 400
+            for line in proc.stdout:
+                if line.startswith("{") and json.loads(line).get("id") == "r1-t0":
+                    break
+                assert time.monotonic() < deadline, "the run took too long"
+        finally:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        folder = out / "optimization_trace/round_1/candidates"
+        first = TaskResult.model_validate_json((folder / "r1-t0/result.json").read_text())
+        assert not (folder / "r1-t0-k1").exists() and len(first.handed_back) == 2
+        again = run_cli("--resume", "--out", str(out), "--api-base", server.api_base, "--quiet", timeout=400)
+    assert again.returncode == 0, again.stderr[-3000:]
+    start = next(e for e in _events(again.stdout.splitlines()) if e["event"] == "round_start")
+    assert (start["tasks"], start["reused"]) == (2, 1)
+    _, candidates = check_trace(out, rounds=1)
+    assert sorted(candidates) == ["input", "r1-t0", "r1-t0-k1"]
+    assert candidates["r1-t0"].finished_at == first.finished_at  # reused, not asked again
+    assert candidates["r1-t0-k1"].from_task == "r1-t0" and candidates["r1-t0-k1"].status == "ok"
+    (waiting,) = BeamState.model_validate_json((out / "state.json").read_text()).pending
+    assert waiting.id == "r1-t0-k2"
