@@ -25,8 +25,14 @@ def _round(places: int, finished: dict[str, TaskResult] | None = None,
     return state, Handback(state, 1, tasks, places, list(waiting), finished or {})
 
 
-def _result(task_id: str, kernel: Kernel, handed_back: list[Kernel] = (), first: Kernel | None = None) -> TaskResult:
-    tries = [VerifyTry(kernel=first or kernel, verdict=Verdict(passed=True, status="ok", reason="", kernel_path="k"))]
+OK = Verdict(passed=True, status="ok", reason="", kernel_path="k")
+
+
+def _result(
+    task_id: str, kernel: Kernel, handed_back: list[Kernel] = (), first: Kernel | None = None
+) -> TaskResult:
+    """A finished candidate; ``first``: the kernel it started from, when refinement changed it."""
+    tries = [VerifyTry(kernel=first or kernel, verdict=OK)]
     return TaskResult(task_id=task_id, parent_id="input", round=1, direction=1, status="ok", reason="",
                       kernel=kernel, tries=tries, handed_back=list(handed_back))  # fmt: skip
 
@@ -39,7 +45,8 @@ def test_handed_back_kernels_take_the_places_left_then_wait_for_the_next_round()
     assert notes == ["r1-t1-k1: tried in round 1", "r1-t1-k2: no place left in round 1; waits for the next round",
                      "r1-t1-k3 not tried: same code as r1-t1-k1, handed back too"] and reused == []  # fmt: skip
     task = handback.next_task()
-    assert (task.id, task.kernel, task.from_task, task.direction, task.parent.id) == ("r1-t1-k1", b, "r1-t1", 1, "input")
+    assert (task.id, task.kernel, task.from_task) == ("r1-t1-k1", b, "r1-t1")
+    assert (task.direction, task.parent.id) == (1, "input")  # the reply's task's
     assert handback.next_task() is None and handback.taken == 1
     (waiting,) = handback.pending
     assert (waiting.id, waiting.kernel, waiting.from_task) == ("r1-t1-k2", c, "r1-t1")
@@ -70,7 +77,10 @@ def test_a_resumed_round_reuses_the_handed_back_candidates_that_finished() -> No
     _, handback = _round(places=1, finished={"r1-t0-k1": done})
     notes, reused = handback.take(_result("r1-t0", _kernel("x + 1"), [b, c]), seen={})
     assert reused == [done] and handback.next_task() is None
-    assert notes == ["r1-t0-k1: tried in round 1", "r1-t0-k2: no place left in round 1; waits for the next round"]
+    assert notes == [
+        "r1-t0-k1: tried in round 1",
+        "r1-t0-k2: no place left in round 1; waits for the next round",
+    ]
 
 
 def test_only_a_planned_task_hands_kernels_back() -> None:
