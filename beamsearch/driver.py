@@ -198,6 +198,7 @@ class Driver:
             if optimiser:
                 optimiser.observe(result)
             taken = handback.taken
+            result = handback.recover(result, seen)
             notes, _ = handback.take(result, seen)  # a new result's handed-back kernels have not run yet
             if notes:
                 result = result.model_copy(update={"reply_notes": result.reply_notes + notes})

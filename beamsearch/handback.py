@@ -11,6 +11,10 @@ model's new tasks: they are paid for already. A kernel whose code the run has se
 handed-back kernel has, is not tried, and the task's ``reply_notes`` say so, as they say where each
 other kernel went.
 
+A task cut off by its timeout hands nothing back, but the run's LLM service kept its exchanges
+(``Driver._with_model_log``): the kernels of its rewrite's reply besides the one it was trying (which may
+be what hung) are handed back from there (``recover``).
+
 Resume: a round's finished candidates are on disk, each with the kernels it handed back, so a resumed
 round derives the same tasks and reuses those that finished; kernels waiting for the next round are in
 state.json. Pure: no Ray, no files.
@@ -23,6 +27,8 @@ from collections import deque
 from beamsearch.beam import HISTORY_IN_TASK, code_hash
 from beamsearch.schema import Kernel
 from beamsearch.state import BeamState, PendingKernel, Task, TaskResult
+from prompts.parsers import ReplyParseError, extract_kernels
+from workers.proposers.llm import MAX_KERNELS_PER_REPLY
 
 
 def task_of(pending: PendingKernel, state: BeamState, round_: int) -> Task:
@@ -86,6 +92,34 @@ class Handback:
                 self.pending.append(pending)
                 notes.append(f"{pending.id}: no place left in round {self.round}; waits for the next round")
         return notes, reused
+
+    def recover(self, result: TaskResult, seen: dict[str, str]) -> TaskResult:
+        """A task that failed (cut off by its timeout) with a rewrite's reply among its exchanges: the reply's
+        kernels besides the first the run has not seen (the one the task was trying) as handed back, up to
+        ``MAX_KERNELS_PER_REPLY`` with it, and a note saying so. Any other result as it is."""
+        origin = self.tasks.get(result.task_id)
+        used = [e for e in result.exchanges if e.purpose == "optimize" and e.call.status == "ok" and not e.parse_error]
+        if result.status != "failed" or result.handed_back or origin is None or not used:
+            return result
+        try:
+            found = extract_kernels(used[-1].call.text).kernels
+        except ReplyParseError:
+            return result
+        codes = set(seen)
+        fresh = []
+        for block in found:
+            if (code := code_hash(block.source)) not in codes:
+                codes.add(code)
+                fresh.append(block)
+        rest = fresh[1:MAX_KERNELS_PER_REPLY]
+        if not rest:
+            return result
+        kernels = [Kernel(source=b.source, origin="llm", parent_hash=origin.parent.kernel.hash,
+                          note=f"a kernel of {result.task_id}'s reply (block at line {b.line}), handed back after it failed")
+                   for b in rest]  # fmt: skip
+        why = (f"the task failed while trying the reply's first new kernel (block at line {fresh[0].line}); its "
+               f"{len(rest)} other new kernel(s) are handed back")  # fmt: skip
+        return result.model_copy(update={"handed_back": kernels, "reply_notes": result.reply_notes + [why]})
 
     def next_task(self) -> Task | None:
         return self.queue.popleft() if self.queue else None

@@ -5,6 +5,7 @@ from __future__ import annotations
 from beamsearch.beam import code_hash, plan_round
 from beamsearch.config import SearchConfig
 from beamsearch.handback import Handback
+from beamsearch.llm_records import Exchange, LLMCall
 from beamsearch.schema import Kernel, RunSpec, Verdict
 from beamsearch.state import BeamEntry, BeamState, PendingKernel, TaskResult, VerifyTry
 
@@ -87,3 +88,34 @@ def test_only_a_planned_task_hands_kernels_back() -> None:
     _, handback = _round(places=4)
     notes, _ = handback.take(_result("r1-t0-k1", _kernel("x + 1"), [_kernel("x * 2")]), seen={})
     assert notes == [] and handback.next_task() is None
+
+
+def _timed_out(reply: str) -> TaskResult:
+    exchange = Exchange(purpose="optimize", prompt="p", call=LLMCall(status="ok", text=reply))
+    return TaskResult(task_id="r1-t0", parent_id="input", round=1, direction=0, status="failed",
+                      reason="task timed out after 60 s; its worker was restarted", exchanges=[exchange])  # fmt: skip
+
+
+def test_a_task_cut_off_by_its_timeout_hands_back_its_replys_other_kernels() -> None:
+    """The kernel it was trying (the first new one) may be what hung: not again; the others are paid for."""
+    a, b, c = (_kernel(body).source for body in ("x * 2", "x * 3", "x * 4"))
+    reply = "".join(f"```python\n{s}```\n" for s in (PARENT, a, b, b, c))
+    _, handback = _round(places=4)
+    result = handback.recover(_timed_out(reply), seen={code_hash(PARENT): "input"})
+    assert [k.source for k in result.handed_back] == [b, c]
+    assert all(k.parent_hash == Kernel(source=PARENT, origin="input").hash for k in result.handed_back)
+    assert result.reply_notes == [
+        "the task failed while trying the reply's first new kernel (block at line 5); its 2 other new kernel(s) "
+        "are handed back"
+    ]
+    notes, _ = handback.take(result, seen={})
+    assert notes == ["r1-t0-k1: tried in round 1", "r1-t0-k2: tried in round 1"]
+
+
+def test_nothing_is_recovered_from_a_result_that_did_not_fail_or_has_no_reply() -> None:
+    _, handback = _round(places=4)
+    two = "".join(f"```python\n{_kernel(body).source}```\n" for body in ("x * 2", "x * 3"))
+    ok = _timed_out(two).model_copy(update={"status": "ok"})
+    assert handback.recover(ok, seen={}) is ok
+    prose = _timed_out("no code here")
+    assert handback.recover(prose, seen={}) is prose

@@ -217,3 +217,32 @@ def test_a_round_cut_short_after_the_reply_tries_its_handed_back_kernels_on_resu
     assert candidates["r1-t0-k1"].from_task == "r1-t0" and candidates["r1-t0-k1"].status == "ok"
     (waiting,) = BeamState.model_validate_json((out / "state.json").read_text()).pending
     assert waiting.id == "r1-t0-k2"
+
+
+def _hang_then_good(prompt: str) -> Reply:
+    """A reply whose first kernel hangs and whose second is good."""
+    if "Reply with the word OK" in prompt:
+        return Reply("OK")
+    if "what limits its speed" in prompt:
+        return Reply(DIAGNOSIS)
+    if "Look back at it" in prompt:
+        return Reply(json.dumps({"expected": "e", "observed": "o", "lesson": "L"}))
+    if "# The bottleneck" in prompt:
+        hang = START.read_text().replace("    out = torch.empty_like(x)", "    while True:\n        pass")
+        return Reply("".join(f"```python\n{b}```\n" for b in (hang, _variant(8))))
+    return Reply("no code")
+
+
+def test_a_task_cut_off_by_its_timeout_still_hands_back_its_replys_other_kernels(tmp_path) -> None:
+    out = tmp_path / "run"
+    with ScriptedLLMServer(default=Respond(_hang_then_good)) as server:
+        done = run_cli("--problem", PROBLEM, "--kernel", str(START), "--out", str(out), "--rounds", "1", "--workers",
+                       "1", "--directions", "1", "--beam-width", "1", "--llm", "openai/test-model", "--api-base",
+                       server.api_base, "--task-timeout", "30", "--quiet", timeout=400)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    _, candidates = check_trace(out, rounds=1)
+    cut, good = candidates["r1-t0"], candidates["r1-t0-k1"]
+    assert cut.status == "failed" and "timed out" in cut.reason, cut.reason
+    assert cut.reply_notes[0].startswith("the task failed while trying the reply's first new kernel (block at line 1)")
+    assert cut.reply_notes[1:] == ["r1-t0-k1: tried in round 1"]
+    assert good.status == "ok" and good.from_task == "r1-t0" and "BLOCK_R = 8" in good.kernel.source
