@@ -55,7 +55,7 @@ class BeamEntry(Record):
 
 
 class Task(Record):
-    id: str = Field(description="unique in the run: r<round>-<parent id>-d<direction>")
+    id: str = Field(description="unique in the run: r<round>-t<n>; <task>-k<n> for a kernel that task handed back")
     round: int
     direction: int = Field(description="which bottleneck (LLM) or which proposal (tuner, replay) to pursue")
     parent: BeamEntry
