@@ -45,8 +45,8 @@ class Display:
         self.log(record)
         if self.quiet:
             print(json.dumps(record, default=str), file=sys.stdout, flush=True)
-        elif kind in ("start", "verify_slots", "baseline", "retime", "retime_note", "interrupted", "resume", "worker_lost", "task_timeout",
-                      "model_lost"):
+        elif kind in ("start", "verify_slots", "baseline", "retime", "retime_note", "interrupted", "resume", "worker_lost",
+                      "task_timeout", "model_lost", "not_tried"):
             self.console.print(f"[bold]{kind}[/]: " + ", ".join(f"{k}={_short(v)}" for k, v in data.items()))
         self._refresh()
 
@@ -54,19 +54,25 @@ class Display:
         self.round, self.tasks, self.done, self.not_ok = round_, tasks, reused, Counter()
         self.event("round_start", round=round_, tasks=tasks, reused=reused)
 
-    def candidate(self, r: TaskResult) -> None:
+    def candidate(self, r: TaskResult, more_tasks: int = 0) -> None:
+        """``more_tasks``: kernels ``r``'s reply handed back that the round tries besides (``Handback``)."""
         self.done += 1
+        self.tasks += more_tasks
         if r.status != "ok":
             self.not_ok[r.status] += 1
         self.tokens += r.tokens
         self.cost_usd += r.cost_usd
         self.event("candidate", id=r.task_id, parent=r.parent_id, status=r.status, reason=r.reason[:400],
                    median_ms=r.median_ms, worker=r.worker, tokens=r.tokens, cost_usd=r.cost_usd,
-                   stage_s={k: round(v, 2) for k, v in r.stage_s.items()})  # fmt: skip
+                   stage_s={k: round(v, 2) for k, v in r.stage_s.items()}, from_task=r.from_task,
+                   reply_notes=r.reply_notes)  # fmt: skip
         if not self.quiet:  # above the live panel in a terminal (rich keeps the panel at the bottom)
             ms = f"{r.median_ms:.4f} ms" if r.median_ms else "-"
-            self.console.print(f"  {r.task_id:<10} {r.status:<11} {ms:>12}  {r.reason[:240]}", markup=False,
+            came = f"(from {r.from_task}'s reply) " if r.from_task else ""
+            self.console.print(f"  {r.task_id:<10} {r.status:<11} {ms:>12}  {came}{r.reason[:240]}", markup=False,
                                highlight=False)  # fmt: skip
+            for note in r.reply_notes:
+                self.console.print(f"  {'':<34}reply: {note[:240]}", markup=False, highlight=False)
 
     def round_end(self, record: RoundRecord, speedup: float | None) -> None:
         self.best_ms, self.speedup = record.running_best_ms, speedup

@@ -9,6 +9,9 @@ Without a model or a replay the round's candidates come from the offline optimis
 many as the workers can take, planned here from the searchers of the beam's knob spaces, each result fed
 back to its searcher. The run stops after its rounds, its budget (candidates or minutes), or when every
 searcher's space is exhausted.
+
+A model's reply may hold several kernels: its task tries the first and hands the others back, and each
+becomes a task of its own (``Handback``), in the same round while it has places, else the next.
 """
 
 from __future__ import annotations
@@ -29,12 +32,22 @@ from beamsearch.beam import (
 from beamsearch.beam_profiles import BeamProfiles
 from beamsearch.config import SearchConfig
 from beamsearch.display import Display
+from beamsearch.handback import Handback, proposed_kernel, task_of
 from beamsearch.model_watch import ModelLost, ModelWatch
 from beamsearch.optimiser import PER_WORKER, Optimiser
 from beamsearch.pool import WorkerPool
 from beamsearch.problems import problem_sizes
 from beamsearch.schema import DeviceFacts, Kernel
-from beamsearch.state import BeamEntry, BeamState, FinalTiming, RoundRecord, Summary, Task, TaskResult
+from beamsearch.state import (
+    BeamEntry,
+    BeamState,
+    FinalTiming,
+    PendingKernel,
+    RoundRecord,
+    Summary,
+    Task,
+    TaskResult,
+)
 from beamsearch.trace import TraceWriter
 from workers.proposers.searcher import Searcher
 
@@ -155,19 +168,29 @@ class Driver:
         start = time.time()
         optimiser = self._optimiser()
         size = self._round_size(offline=optimiser is not None)
-        tasks = optimiser.plan(self.state, round_, size) if optimiser else plan_round(self.state, round_)[:size]
+        # kernels handed back in an earlier round that had no place for them come first: they are paid for
+        carried = [task_of(p, self.state, round_) for p in self.state.pending[:size]]
+        new = size - len(carried)
+        planned_now = optimiser.plan(self.state, round_, new) if optimiser else plan_round(self.state, round_)[:new]
+        tasks = carried + planned_now
         if not tasks:
             return False
         planned = {t.id: t for t in tasks}
-        done = {r.task_id: r for r in self.trace.finished_candidates(round_) if _same_task(planned.get(r.task_id), r)}
+        finished = {r.task_id: r for r in self.trace.finished_candidates(round_)}
+        done = {i: r for i, r in finished.items() if _same_task(planned.get(i), r)}
         todo = [t for t in tasks if t.id not in done]
-        self.display.round_start(round_, len(tasks), reused=len(done))
+        places = self._places_left(size, len(tasks))
+        handback = Handback(self.state, round_, planned, places, self.state.pending[size:], finished)
         seen, fastest = dict(self.state.seen), dict(self.state.fastest_compiled)
-        results = list(done.values())
-        for r in results:
-            mark_same_compiled(mark_duplicate(r, seen), fastest)
+        results: list[TaskResult] = []
+        reused = sorted(done.values(), key=lambda r: r.finished_at)  # in the order they came back
+        while reused:
+            r = mark_same_compiled(mark_duplicate(reused.pop(0), seen), fastest)
             if optimiser:
                 optimiser.observe(r)
+            results.append(r)
+            reused += handback.take(r, seen)[1]
+        self.display.round_start(round_, len(tasks) + handback.taken, reused=len(results))
         profiles = BeamProfiles(self.state, round_, results, notify=self.display.event)
         config = self.state.config
 
@@ -176,9 +199,13 @@ class Driver:
             # self.state.config, not config: a model lost mid-round (on_model_lost offline) drops the llm
             return task.model_copy(update={"screen_above_ms": screen, "config": self.state.config})
 
+        def spare_work() -> tuple[Task, str] | None:  # handed-back kernels first, then the beam's profiles
+            task = handback.next_task()
+            return (hand_out(task), "run") if task is not None else profiles.next_job()
+
         last_candidate_at = start
         for result in self.pool.run(todo, config.task_timeout_s, notify=self.display.event,
-                                    spare_work=profiles.next_job, hand_out=hand_out):  # fmt: skip
+                                    spare_work=spare_work, hand_out=hand_out):  # fmt: skip
             if profiles.take(result):
                 continue
             result = self._with_model_log(result)
@@ -186,16 +213,28 @@ class Driver:
             result = mark_same_compiled(mark_duplicate(result, seen), fastest)
             if optimiser:
                 optimiser.observe(result)
+            taken = handback.taken
+            result = handback.recover(result, seen)
+            notes, _ = handback.take(result, seen)  # a new result's handed-back kernels have not run yet
+            if notes:
+                result = result.model_copy(update={"reply_notes": result.reply_notes + notes})
             self.trace.write_candidate(result, self.problem)
             results.append(result)
-            self.display.candidate(result)
+            self.display.candidate(result, more_tasks=handback.taken - taken)
             last_candidate_at = time.time()
-        self._finish_round(round_, results, profiles, seen, fastest, start, last_candidate_at, optimiser)
+        self._finish_round(round_, results, profiles, seen, fastest, start, last_candidate_at, optimiser,
+                           handback.pending)  # fmt: skip
         return True
+
+    def _places_left(self, size: int, planned: int) -> int:
+        """How many handed-back kernels a round of ``size`` places with ``planned`` tasks may try besides: as
+        many again as its size, within the candidate budget."""
+        budget = self.state.config.budget_candidates
+        return size if budget is None else max(0, min(size, budget - self._candidates() - planned))
 
     def _finish_round(self, round_: int, results: list[TaskResult], profiles: BeamProfiles, seen: dict[str, str],
                       fastest: dict[str, tuple[str, float]], start: float, last_candidate_at: float,
-                      optimiser: Optimiser | None) -> None:  # fmt: skip
+                      optimiser: Optimiser | None, pending: list[PendingKernel]) -> None:  # fmt: skip
         """Select the beam (its kernels all profiled by now: ``BeamProfiles``), record the round, save."""
         state = self.state
         results.sort(key=lambda r: r.task_id)
@@ -223,6 +262,7 @@ class Driver:
         history = state.history + [a for a in map(attempt_of, results) if a is not None]
         self.state = state.model_copy(update={"round": round_, "beam": beam, "history": history, "seen": seen,
                                               "fastest_compiled": fastest, "rounds": state.rounds + [record],
+                                              "pending": pending,
                                               "optimiser": optimiser.state() if optimiser else state.optimiser})  # fmt: skip
         self._save()
         self.display.round_end(record, self._speedup(record.running_best_ms))
@@ -276,6 +316,9 @@ class Driver:
         input_ms = input_t.crowned_ms if input_t and input_t.crowned_ms else (state.input.median_ms if state.input else None)
         best_ms = best_t.crowned_ms if best_t else None
         by_label = {b.label: b.median_ms for b in state.baselines}
+        not_tried = [f"{p.id} (a kernel of {p.from_task}'s reply)" for p in state.pending]
+        if not_tried:
+            self.display.event("not_tried", kernels=not_tried, reason="the run ended before they had a place")
         floor_pct = 100.0 * state.floor.floor_ms / best_ms if state.floor and best_ms else None
         summary = Summary(
             problem=self.problem, config=state.config, spec=state.spec, versions=self.versions, gpu_name=state.gpu_name,
@@ -287,7 +330,7 @@ class Driver:
             candidates=sum(r.tasks for r in state.rounds), candidates_ok=sum(r.ok for r in state.rounds),
             tokens=sum(r.tokens for r in state.rounds), cost_usd=sum(r.cost_usd for r in state.rounds),
             wall_s=self._elapsed(), gpu_measure_s=sum(r.gpu_measure_s for r in state.rounds),
-            stop_reason=self.stop_reason,
+            stop_reason=self.stop_reason, not_tried=not_tried,
         )  # fmt: skip
         self.trace.write_final(summary, best.kernel.source if best else None)
         self.display.finish(summary)
@@ -319,10 +362,12 @@ def verifications_that_fit(peak_gb: float, memory_gb: float, workers_per_gpu: in
 
 
 def _same_task(task: Task | None, result: TaskResult) -> bool:
-    """A finished candidate a resumed round may reuse: one of its planned tasks, with the planned kernel."""
+    """A finished candidate a resumed round may reuse: one of its planned tasks, with the planned kernel
+    (before any refinement)."""
     if task is None:
         return False
-    return task.kernel is None or (result.kernel is not None and result.kernel.hash == task.kernel.hash)
+    proposed = proposed_kernel(result)
+    return task.kernel is None or (proposed is not None and proposed.hash == task.kernel.hash)
 
 
 def _ratio(base: float | None, ms: float | None) -> float | None:

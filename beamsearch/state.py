@@ -55,7 +55,7 @@ class BeamEntry(Record):
 
 
 class Task(Record):
-    id: str = Field(description="unique in the run: r<round>-<parent id>-d<direction>")
+    id: str = Field(description="unique in the run: r<round>-t<n>; <task>-k<n> for a kernel that task handed back")
     round: int
     direction: int = Field(description="which bottleneck (LLM) or which proposal (tuner, replay) to pursue")
     parent: BeamEntry
@@ -67,6 +67,7 @@ class Task(Record):
                                           "this cannot enter the beam, so its timing may stop early")
     kernel: Kernel | None = Field(None, description="the candidate, when the driver made it (the offline optimiser's "
                                   "point, rendered); none: the worker's proposer makes it (a model, a replay)")
+    from_task: str = Field("", description="the task whose model reply held ``kernel`` besides its own (handed back)")  # fmt: skip
 
 
 class VerifyTry(Record):
@@ -82,6 +83,12 @@ class TaskResult(Record):
     status: TaskStatus
     reason: str
     kernel: Kernel | None = Field(None, description="the final kernel (after any refinement)")
+    from_task: str = Field("", description="the task whose model reply held this kernel besides its own: the "
+                           "kernel was handed back and tried as a task of its own; empty for a task's own proposal")  # fmt: skip
+    handed_back: list[Kernel] = Field([], description="the reply's other new kernels, handed back to the driver, "
+                                      "which makes each a task of its own (``beamsearch.handback``)")  # fmt: skip
+    reply_notes: list[str] = Field([], description="what became of the reply's kernels besides this task's own: "
+                                   "repeats and those over the cap not tried, where each handed-back one went")  # fmt: skip
     tries: list[VerifyTry] = []
     timing: TimingResult | None = None
     parent_profile: Profile | None = None
@@ -185,6 +192,17 @@ class OptimiserState(Record):
                                          "point whose kernel was already measured is told, not run again")
 
 
+class PendingKernel(Record):
+    """A kernel handed back by a task, waiting for a place in a round (``beamsearch.handback``)."""
+
+    id: str = Field(description="the task it runs as: <the task whose reply held it>-k<n>, the n-th "
+                    "kernel that task handed back")  # fmt: skip
+    kernel: Kernel
+    parent: BeamEntry
+    direction: int
+    from_task: str
+
+
 class BeamState(Record):
     """Everything needed to resume: the beam after ``round``, and what the run has tried."""
 
@@ -202,6 +220,8 @@ class BeamState(Record):
     fastest_compiled: dict[str, tuple[str, float]] = Field(
         {}, description="compiled-code hash -> (id, ms) of the fastest candidate that launches that code")
     rounds: list[RoundRecord] = []
+    pending: list[PendingKernel] = Field([], description="handed-back kernels the last round had no place for: "
+                                         "they open the next round")  # fmt: skip
     gpu_name: str = ""
     started_at: float = 0.0
     elapsed_s: float = Field(0.0, description="wall seconds over all sessions of the run")
@@ -263,3 +283,4 @@ class Summary(Record):
     wall_s: float
     gpu_measure_s: float
     stop_reason: str = Field("", description="why the search stopped: its rounds, its budget, or no candidate left")
+    not_tried: list[str] = Field([], description="handed-back kernels still waiting for a place when the run stopped")  # fmt: skip

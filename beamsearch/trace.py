@@ -134,6 +134,9 @@ def published_files(result: TaskResult, problem: str) -> dict[str, str]:
     if optimize:  # the rewrite's own exchange; each refinement has files of its own
         files["opt_prompt.txt"] = optimize[-1].prompt
         files["opt_reply.txt"] = _reply_text(optimize[-1])
+    elif result.from_task:  # a kernel another task's reply held: that task's folder has the exchange
+        note = result.kernel.note if result.kernel else ""
+        files["opt_reply.txt"] = f"(a kernel of {result.from_task}'s reply: see opt_reply.txt in its folder) {note}\n"  # fmt: skip
     elif result.kernel is not None:
         files["opt_reply.txt"] = f"({result.kernel.origin} proposal) {result.kernel.note}\n"
     for i, e in enumerate((e for e in result.exchanges if e.purpose == "refine"), 1):

@@ -86,14 +86,25 @@ def fenced_blocks(text: str) -> list[Fence]:
 _DEFINES_KERNEL = re.compile(r"^(async\s+)?def\s+kernel_function\s*\(", re.MULTILINE)
 
 
-def extract_kernel(reply: str) -> str:
-    """The source of the last ```python (```py, bare ```) block that defines ``kernel_function``.
+@dataclass(frozen=True)
+class KernelBlock:
+    source: str
+    line: int  # 1-based line of the block's opening fence in the reply
 
-    Raises ``ReplyParseError`` for an empty reply, a reply without a code block, code blocks none of
-    which defines ``kernel_function`` at top level, a Python block left open (the reply was cut off:
-    even an earlier complete kernel is not taken, as the model's final answer is the lost one), and a
-    kernel block that does not parse.
-    """
+
+@dataclass(frozen=True)
+class ReplyKernels:
+    """The kernels of one reply in the reply's order, and the kernel blocks not taken, each with why."""
+
+    kernels: list[KernelBlock]
+    skipped: list[str]
+
+
+def _kernel_blocks(reply: str) -> list[Fence]:
+    """The reply's closed code blocks that mention a top-level ``def kernel_function``; raises for an
+    empty reply, one without code blocks or without such a block, and a Python block left open (the
+    reply was cut off: even an earlier complete kernel is not taken, as the model's final answer is the
+    lost one)."""
     if not reply.strip():
         raise ReplyParseError("empty", "the reply is empty")
     blocks = [b for b in fenced_blocks(reply) if b.language in CODE_LANGUAGES]
@@ -116,13 +127,17 @@ def extract_kernel(reply: str) -> str:
             "no_kernel_function",
             f"none of the reply's {len(blocks)} code block(s) defines `def kernel_function(...)` at top level",
         )
-    chosen = kernels[-1]
+    return kernels
+
+
+def _checked(block: Fence) -> str:
+    """The block's source if it parses and defines ``kernel_function`` at top level; else raises."""
     try:
-        tree = ast.parse(chosen.body)
+        tree = ast.parse(block.body)
     except SyntaxError as e:
         raise ReplyParseError(
             "syntax_error",
-            f"the kernel's code block (opened at line {chosen.line}) does not parse: "
+            f"the kernel's code block (opened at line {block.line}) does not parse: "
             f"{e.msg} at line {e.lineno} of the block: {(e.text or '').strip()!r}",
         ) from None
     if not any(
@@ -131,10 +146,38 @@ def extract_kernel(reply: str) -> str:
     ):  # the regex matched inside a string literal
         raise ReplyParseError(
             "no_kernel_function",
-            f"the code block opened at line {chosen.line} mentions kernel_function but does not define it "
+            f"the code block opened at line {block.line} mentions kernel_function but does not define it "
             "at top level",
         )
-    return chosen.body
+    return block.body
+
+
+def extract_kernel(reply: str) -> str:
+    """The source of the last ```python (```py, bare ```) block that defines ``kernel_function``: a
+    recorded reply's final answer (replays).
+
+    Raises ``ReplyParseError`` for an empty reply, a reply without a code block, code blocks none of
+    which defines ``kernel_function`` at top level, a Python block left open (the reply was cut off),
+    and a kernel block that does not parse.
+    """
+    return _checked(_kernel_blocks(reply)[-1])
+
+
+def extract_kernels(reply: str) -> ReplyKernels:
+    """Every block of the reply that defines ``kernel_function`` and parses, in the reply's order: a
+    model may offer several kernels, and each can be a candidate. A kernel block that does not parse,
+    beside one that does, is skipped and said so; when none is usable, raises as ``extract_kernel``
+    (the last block's error). Repeats are kept: whether a kernel is new is the caller's to judge."""
+    kernels: list[KernelBlock] = []
+    errors: list[ReplyParseError] = []
+    for block in _kernel_blocks(reply):
+        try:
+            kernels.append(KernelBlock(_checked(block), block.line))
+        except ReplyParseError as e:
+            errors.append(e)
+    if not kernels:
+        raise errors[-1]
+    return ReplyKernels(kernels, [f"not taken: {e}" for e in errors])
 
 
 # ------------------------------------------------------------------------------------------- JSON

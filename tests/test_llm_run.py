@@ -1,14 +1,19 @@
 """Whole CPU runs on the LLM path against the scripted server: a model lost mid-run (after the
-pre-flight), with each choice of ``--on-model-lost``."""
+pre-flight), with each choice of ``--on-model-lost``; a reply with several kernels, through a resume."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import threading
+import time
 
 from beamsearch.state import BeamState, TaskResult
 from tests.llm_server import HttpError, Reply, Respond, ScriptedLLMServer, Slow
-from tests.test_search import PROBLEM, START, _events, run_cli
+from tests.test_search import PROBLEM, ROOT, START, _env, _events, check_trace, run_cli
 
 DIAGNOSIS = json.dumps([{"category": "memory", "summary": "rows per program"}])
 
@@ -121,3 +126,123 @@ def test_one_concurrency_limit_and_one_diagnosis_per_run(tmp_path) -> None:
     summary = json.loads((out / "summary.json").read_text())
     # one diagnosis, two rewrites and their repair requests; the pre-flight is not a task's
     assert summary["tokens"] == 5 * (11 + 7)
+
+
+def _variant(rows: int) -> str:
+    return START.read_text().replace("BLOCK_R = 4", f"BLOCK_R = {rows}")
+
+
+def _three_kernels(prompt: str) -> Reply:
+    """One reply with three new kernels, the first of them twice; a reflection for each candidate."""
+    if "Reply with the word OK" in prompt:
+        return Reply("OK")
+    if "what limits its speed" in prompt:
+        return Reply(DIAGNOSIS)
+    if "Look back at it" in prompt:
+        return Reply(json.dumps({"expected": "e", "observed": "o", "lesson": "L"}))
+    if "# The bottleneck" in prompt:
+        blocks = [_variant(8), _variant(2), _variant(8), _variant(16)]
+        return Reply("Options:\n" + "".join(f"```python\n{b}```\n" for b in blocks))
+    return Reply("no code")
+
+
+def test_every_kernel_of_a_reply_is_a_candidate_now_or_in_the_next_round(tmp_path) -> None:
+    """Point 10: a reply with three kernels (and a repeat) on a round of one place: its task tries the first,
+    the second takes the round's place for handed-back kernels, the third waits in the resume point and,
+    the run resumed for one more round, opens it; the repeat is a note."""
+    out = tmp_path / "run"
+    with ScriptedLLMServer(default=Respond(_three_kernels)) as server:
+        args = ["--api-base", server.api_base, "--quiet"]
+        done = run_cli("--problem", PROBLEM, "--kernel", str(START), "--out", str(out), "--rounds", "1", "--workers",
+                       "1", "--directions", "1", "--beam-width", "1", "--llm", "openai/test-model", *args, timeout=400)  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+        summary, candidates = check_trace(out, rounds=1)
+        assert sorted(candidates) == ["input", "r1-t0", "r1-t0-k1"]
+        first, second = candidates["r1-t0"], candidates["r1-t0-k1"]
+        assert first.status == second.status == "ok", (first.reason, second.reason)
+        assert "BLOCK_R = 8" in first.kernel.source and "BLOCK_R = 2" in second.kernel.source
+        assert second.from_task == "r1-t0" and second.parent_id == "input" and second.timing is not None
+        assert first.reply_notes == [
+            "kernel 3 of the reply repeats kernel 1 of the same reply: not tried again",
+            "r1-t0-k1: tried in round 1",
+            "r1-t0-k2: no place left in round 1; waits for the next round",
+        ], first.reply_notes
+        assert "r1-t0's reply" in (out / "optimization_trace/round_1/candidates/r1-t0-k1/opt_reply.txt").read_text()
+        assert summary.not_tried == ["r1-t0-k2 (a kernel of r1-t0's reply)"]
+        (waiting,) = BeamState.model_validate_json((out / "state.json").read_text()).pending
+        assert waiting.id == "r1-t0-k2" and "BLOCK_R = 16" in waiting.kernel.source
+
+        asked = len(server.chat_requests())
+        again = run_cli("--resume", "--out", str(out), "--rounds", "2", *args, timeout=400)
+        assert again.returncode == 0, again.stderr[-3000:]
+    _, candidates = check_trace(out, rounds=2)
+    third = candidates["r1-t0-k2"]
+    assert third.round == 2 and third.from_task == "r1-t0" and third.status == "ok", third.reason
+    assert sorted(candidates) == ["input", "r1-t0", "r1-t0-k1", "r1-t0-k2"]  # the round had no place for a rewrite
+    assert BeamState.model_validate_json((out / "state.json").read_text()).pending == []
+    texts = ["\n".join(m["content"] for m in r.body["messages"]) for r in server.chat_requests()[asked:]]
+    assert not [t for t in texts if "# The bottleneck" in t and "Look back at it" not in t]  # no rewrite asked for
+    assert any("Look back at it" in t for t in texts)  # the kernel reflected on like any other
+
+
+def test_a_round_cut_short_after_the_reply_tries_its_handed_back_kernels_on_resume(tmp_path) -> None:
+    """The driver killed once the reply's own candidate is written: the resumed round reuses it, derives its
+    handed-back kernels from its result.json, tries the one the round has a place for, keeps the other."""
+    out = tmp_path / "run"
+    with ScriptedLLMServer(default=Respond(_three_kernels)) as server:
+        args = ["--problem", PROBLEM, "--kernel", str(START), "--out", str(out), "--rounds", "1", "--workers", "1",
+                "--directions", "1", "--beam-width", "1", "--llm", "openai/test-model", "--api-base", server.api_base,
+                "--quiet"]  # fmt: skip
+        proc = subprocess.Popen([sys.executable, "-m", "beamsearch.run", *args], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, cwd=ROOT, env=_env(), start_new_session=True)  # fmt: skip
+        try:
+            deadline = time.monotonic() + 400
+            for line in proc.stdout:
+                if line.startswith("{") and json.loads(line).get("id") == "r1-t0":
+                    break
+                assert time.monotonic() < deadline, "the run took too long"
+        finally:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        folder = out / "optimization_trace/round_1/candidates"
+        first = TaskResult.model_validate_json((folder / "r1-t0/result.json").read_text())
+        assert not (folder / "r1-t0-k1").exists() and len(first.handed_back) == 2
+        again = run_cli("--resume", "--out", str(out), "--api-base", server.api_base, "--quiet", timeout=400)
+    assert again.returncode == 0, again.stderr[-3000:]
+    start = next(e for e in _events(again.stdout.splitlines()) if e["event"] == "round_start")
+    assert (start["tasks"], start["reused"]) == (2, 1)
+    _, candidates = check_trace(out, rounds=1)
+    assert sorted(candidates) == ["input", "r1-t0", "r1-t0-k1"]
+    assert candidates["r1-t0"].finished_at == first.finished_at  # reused, not asked again
+    assert candidates["r1-t0-k1"].from_task == "r1-t0" and candidates["r1-t0-k1"].status == "ok"
+    (waiting,) = BeamState.model_validate_json((out / "state.json").read_text()).pending
+    assert waiting.id == "r1-t0-k2"
+
+
+def _hang_then_good(prompt: str) -> Reply:
+    """A reply whose first kernel hangs and whose second is good."""
+    if "Reply with the word OK" in prompt:
+        return Reply("OK")
+    if "what limits its speed" in prompt:
+        return Reply(DIAGNOSIS)
+    if "Look back at it" in prompt:
+        return Reply(json.dumps({"expected": "e", "observed": "o", "lesson": "L"}))
+    if "# The bottleneck" in prompt:
+        hang = START.read_text().replace("    out = torch.empty_like(x)", "    while True:\n        pass")
+        return Reply("".join(f"```python\n{b}```\n" for b in (hang, _variant(8))))
+    return Reply("no code")
+
+
+def test_a_task_cut_off_by_its_timeout_still_hands_back_its_replys_other_kernels(tmp_path) -> None:
+    out = tmp_path / "run"
+    with ScriptedLLMServer(default=Respond(_hang_then_good)) as server:
+        done = run_cli("--problem", PROBLEM, "--kernel", str(START), "--out", str(out), "--rounds", "1", "--workers",
+                       "1", "--directions", "1", "--beam-width", "1", "--llm", "openai/test-model", "--api-base",
+                       server.api_base, "--task-timeout", "30", "--quiet", timeout=400)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    _, candidates = check_trace(out, rounds=1)
+    cut, good = candidates["r1-t0"], candidates["r1-t0-k1"]
+    assert cut.status == "failed" and "timed out" in cut.reason, cut.reason
+    assert cut.reply_notes[0].startswith("the task failed while trying the reply's first new kernel (block at line 1)")
+    assert cut.reply_notes[1:] == ["r1-t0-k1: tried in round 1"]
+    assert good.status == "ok" and good.from_task == "r1-t0" and "BLOCK_R = 8" in good.kernel.source

@@ -170,3 +170,44 @@ def test_a_reply_without_code_gets_one_repair_request(server) -> None:
     first, second = llm.exchanges
     assert "has no ```python code block" in first.parse_error and not second.parse_error
     assert "had no usable kernel" in second.prompt and "I would use wider blocks." in second.prompt
+
+
+def _blocks(*sources: str) -> str:
+    return "Options:\n" + "".join(f"Option {i}:\n```python\n{s}```\n" for i, s in enumerate(sources, 1))
+
+
+def test_every_new_kernel_of_a_reply_is_proposed_and_the_repeats_are_noted(server) -> None:
+    """Point 10: each new kernel of a reply, in its order; a kernel repeated in the reply, or repeating the
+    parent, is noted and not asked for again (the reply had new ones)."""
+    a, b = (SOURCE.replace("BLOCK_R = 4", f"BLOCK_R = {n}") for n in (8, 2))
+    server.script(Reply(_blocks(a, a, b, SOURCE)))
+    task = make_task(server)
+    llm = task_fns.make_llm(task.config, task.spec)
+    kernels = llm.propose(task.parent.kernel, task_fns.rules_diagnosis(None), [])
+    assert [k.source for k in kernels] == [a, b]
+    assert "(kernel 1 of 4 in the reply" in kernels[0].note and "(kernel 3 of 4 in the reply" in kernels[1].note
+    assert llm.reply_notes == [
+        "kernel 2 of the reply repeats kernel 1 of the same reply: not tried again",
+        "kernel 4 of the reply repeats its parent kernel: not tried again",
+    ]
+    assert len(server.chat_requests()) == 1 and not llm.exchanges[0].parse_error
+
+
+def test_a_reply_repeating_one_kernel_twice_gives_one_kernel_and_a_note(server) -> None:
+    a = SOURCE.replace("BLOCK_R = 4", "BLOCK_R = 8")
+    server.script(Reply(_blocks(a, a + "\n")))  # the same code, up to trailing whitespace
+    task = make_task(server)
+    llm = task_fns.make_llm(task.config, task.spec)
+    (kernel,) = llm.propose(task.parent.kernel, task_fns.rules_diagnosis(None), [])
+    assert kernel.source == a
+    assert llm.reply_notes == ["kernel 2 of the reply repeats kernel 1 of the same reply: not tried again"]
+
+
+def test_at_most_four_kernels_of_a_reply_are_proposed_and_the_rest_noted(server) -> None:
+    variants = [SOURCE.replace("BLOCK_R = 4", f"BLOCK_R = {n}") for n in (1, 2, 8, 16, 32, 64)]
+    server.script(Reply(_blocks(*variants)))
+    task = make_task(server)
+    llm = task_fns.make_llm(task.config, task.spec)
+    kernels = llm.propose(task.parent.kernel, task_fns.rules_diagnosis(None), [])
+    assert [k.source for k in kernels] == variants[:4]
+    assert llm.reply_notes == [f"kernel {i} of the reply not tried: at most 4 kernels of a reply are" for i in (5, 6)]

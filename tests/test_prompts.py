@@ -36,6 +36,7 @@ from prompts.parsers import (
     ReplyParseError,
     extract_json,
     extract_kernel,
+    extract_kernels,
     parse_diagnosis,
     parse_reflection,
     repair_prompt,
@@ -147,6 +148,47 @@ def test_extract_kernel_errors_say_why(reply: str, kind: str, words: str) -> Non
         extract_kernel(reply)
     assert info.value.kind == kind and words in str(info.value), str(info.value)
     assert isinstance(info.value, ValueError)
+
+
+# --------------------------------------------------------------------------------- extract_kernels
+
+OTHER = KERNEL.replace("return x", "return x * 1")
+
+
+def test_extract_kernels_gives_every_kernel_block_in_the_reply_order() -> None:
+    reply = (
+        f"Two options.\nFirst:\n```python\n{KERNEL}```\nA helper:\n```py\ndef helper():\n    pass\n```\n"
+        f"Second:\n```\n{OTHER}```\nAnd usage:\n```python\nkernel_function(x)\n```\n"
+    )
+    found = extract_kernels(reply)
+    assert [k.source for k in found.kernels] == [KERNEL, OTHER]
+    assert [k.line for k in found.kernels] == [3, 16] and found.skipped == []
+    assert extract_kernel(reply) == OTHER  # a replay still takes the final answer
+
+
+def test_extract_kernels_keeps_repeats_for_the_caller_to_judge() -> None:
+    found = extract_kernels(f"```python\n{KERNEL}```\nAgain:\n```python\n{KERNEL}```\n")
+    assert [k.source for k in found.kernels] == [KERNEL, KERNEL]
+
+
+def test_a_kernel_block_that_does_not_parse_beside_one_that_does_is_skipped_and_said() -> None:
+    broken = "```python\ndef kernel_function(x)\n    return x\n```\n"
+    found = extract_kernels(f"{broken}Fixed:\n```python\n{KERNEL}```\n")
+    assert [k.source for k in found.kernels] == [KERNEL]
+    (why,) = found.skipped
+    assert "(opened at line 1) does not parse" in why
+    with pytest.raises(ReplyParseError) as info:  # none usable: the last block's error
+        extract_kernels(broken + broken.replace("(x)", "(y)"))
+    assert info.value.kind == "syntax_error" and "opened at line 5" in str(info.value)
+
+
+@pytest.mark.parametrize("reply", ["", "no code", f"```python\n{KERNEL}```\n```python\ndef kernel_fu"])
+def test_extract_kernels_raises_as_extract_kernel(reply: str) -> None:
+    with pytest.raises(ReplyParseError) as theirs:
+        extract_kernel(reply)
+    with pytest.raises(ReplyParseError) as mine:
+        extract_kernels(reply)
+    assert mine.value.kind == theirs.value.kind
 
 
 # ------------------------------------------------------------------------------------- extract_json

@@ -191,10 +191,13 @@ def run_task(task: Task, ctx: WorkerContext) -> TaskResult:
                    diagnosis_by=shared.task_id, shared_diagnosis=shared.exchanges)  # fmt: skip
 
     with stages("propose"):
-        kernel = task.kernel or propose(task, diagnosis, llm)
-    if kernel is None:
+        kernels = [task.kernel] if task.kernel else propose(task, diagnosis, llm)
+    # one task, one candidate: a reply's other kernels go back to the driver, which makes each a task
+    common |= dict(from_task=task.from_task, handed_back=kernels[1:], reply_notes=llm.reply_notes if llm else [])  # fmt: skip
+    if not kernels:
         return _done(TaskResult(status="no_proposal", reason=_no_proposal_reason(config, llm), **common,
                                 exchanges=_exchanges(llm)), stages)  # fmt: skip
+    kernel = kernels[0]
 
     seeds = task_seeds(task.id, config.seed)
     tries: list[VerifyTry] = []
@@ -402,20 +405,20 @@ def diagnose(parent: BeamEntry, profile: Profile | None, roofline: Roofline | No
     return SharedDiagnosis(diagnosis, "", [])
 
 
-def propose(task: Task, diagnosis: Diagnosis, llm: LLMProposer | None) -> Kernel | None:
-    """The task's one proposal: direction d is the d-th bottleneck for a model, the d-th recorded kernel for a
-    replay. The offline optimiser's tasks carry their kernel (``Task.kernel``, planned by the driver)."""
+def propose(task: Task, diagnosis: Diagnosis, llm: LLMProposer | None) -> list[Kernel]:
+    """The task's proposals: direction d is the d-th bottleneck for a model (every new kernel of its reply,
+    the first the task's own), the d-th recorded kernel for a replay. The offline optimiser's tasks, and
+    those of kernels handed back, carry their kernel (``Task.kernel``, planned by the driver)."""
     config, d = task.config, task.direction
     if llm is not None:
-        kernels = llm.propose(task.parent.kernel, diagnosis, task.history, direction=d,
-                              measured_ms=task.parent.median_ms, floor=task.floor)  # fmt: skip
-        return kernels[0] if kernels else None
+        return llm.propose(task.parent.kernel, diagnosis, task.history, direction=d,
+                           measured_ms=task.parent.median_ms, floor=task.floor)  # fmt: skip
     if not config.replay:
-        return None
+        return []
     proposer = ReplayProposer(config.replay)
     proposer.seek(task.round - 1)
     kernels = proposer.propose(task.parent.kernel, diagnosis, task.history)
-    return kernels[d] if d < len(kernels) else None
+    return kernels[d : d + 1]
 
 
 def llm_config(config: SearchConfig) -> LLMConfig:

@@ -6,6 +6,8 @@ model does: a timeout, an error status or an unusable reply leaves a recorded ex
 and ``no_kernel_reasons`` says in a line why (for the console, not only the trace).
 A diagnosis whose JSON does not parse gets one repair request, then falls back to the roofline rules.
 A rewrite that repeats the parent or an earlier candidate is asked for once more, saying so.
+A reply with several kernels gives each new one (up to ``MAX_KERNELS_PER_REPLY``), and
+``reply_notes`` says what became of the others.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from prompts.builders import (
 from prompts.parsers import (
     REPLY_CHARS_IN_REPAIR,
     ReplyParseError,
-    extract_kernel,
+    extract_kernels,
     parse_diagnosis,
     parse_reflection,
     repair_prompt,
@@ -55,6 +57,9 @@ GENERIC_TARGETS = [
     Bottleneck(category="underutilized", summary="more programs, or more independent work in flight per program"),
     Bottleneck(category="compute", summary="fewer instructions per output element"),
 ]
+# A reply's kernels tried at most: a model listing variants should not fill a round by itself (the
+# offline optimiser explores a kernel's block sizes and warps anyway); the rest are noted, not tried.
+MAX_KERNELS_PER_REPLY = 4
 NO_CALL_STATUSES = frozenset({"timeout", "rate_limited", "server_error", "auth_error"})
 
 
@@ -80,6 +85,7 @@ class LLMProposer:
         self.template_dir = template_dir
         self.exchanges: list[Exchange] = []
         self.no_kernel_reasons: list[str] = []  # why the last propose() or refine() gave no kernel
+        self.reply_notes: list[str] = []  # the last propose()'s reply kernels not returned, and why
 
     def diagnose(self, kernel: Kernel, *, peaks: Peaks, profile: Profile | None, roofline: Roofline | None,
                  floor: Floor | None, measured_ms: float | None, max_bottlenecks: int = 2) -> Diagnosis:  # fmt: skip
@@ -106,14 +112,16 @@ class LLMProposer:
 
     def propose(self, parent: Kernel, diagnosis: Diagnosis, history: list[Attempt], *, direction: int = 0,
                 measured_ms: float | None = None, floor: Floor | None = None) -> list[Kernel]:  # fmt: skip
-        """``per_call`` rewrites, the i-th aimed at bottleneck ``direction + i`` (past the diagnosed ones, at
-        generic directions); ``measured_ms`` and ``floor``
-        (the parent's) go in the prompt. A repeat of the parent or of an earlier attempt is asked for
-        once more, saying so; ``no_kernel_reasons`` says why a request gave no kernel."""
+        """The new kernels of ``per_call`` rewrite requests, the i-th aimed at bottleneck ``direction + i``
+        (past the diagnosed ones, at generic directions); ``measured_ms`` and ``floor`` (the parent's) go in
+        the prompt. Every new kernel of a reply counts, in the reply's order, up to ``MAX_KERNELS_PER_REPLY``
+        a reply; repeats (of the parent, of an earlier attempt, of another kernel of the batch) are left out
+        and said so in ``reply_notes``. A reply whose every kernel repeats is asked for once more, saying
+        so; ``no_kernel_reasons`` says why a request gave no kernel."""
         targets = (diagnosis.bottlenecks or rules_diagnosis(diagnosis.roofline).bottlenecks) + GENERIC_TARGETS
         tried = {a.kernel_hash: f"an earlier attempt ({a.note[:80]})" for a in history}
         tried[parent.hash] = "its parent kernel"
-        self.no_kernel_reasons = []
+        self.no_kernel_reasons, self.reply_notes = [], []
         out: list[Kernel] = []
         for i in range(self.per_call):
             bottleneck = targets[(direction + i) % len(targets)]
@@ -123,18 +131,26 @@ class LLMProposer:
                 interpreted=self.interpreted,
             )  # fmt: skip
             note = f"LLM rewrite for: {bottleneck.summary[:80]}"
-            kernel = self._kernel_from("optimize", prompt, parent, note=note)
-            if kernel is not None and kernel.hash in tried:
-                repeated = tried[kernel.hash]
-                self._mark_repeat(repeated)
-                again = f"{prompt}\n\n{render_template('repeat', {'repeated': repeated}, self.template_dir)}"
-                kernel = self._kernel_from("optimize", again, parent, note=note)
-                if kernel is not None and kernel.hash in tried:
-                    self._mark_repeat(tried[kernel.hash], "asked again, ")
-                    kernel = None
-            if kernel is not None:
-                tried[kernel.hash] = "another kernel of the same reply batch"
-                out.append(kernel)
+            kernels = self._kernels_from("optimize", prompt, parent, note=note)
+            fresh, repeats = _new_kernels(kernels, tried)
+            if kernels and not fresh:
+                self._mark_repeat(repeats[0])
+                ask = render_template("repeat", {"repeated": repeats[0]}, self.template_dir)
+                again = f"{prompt}\n\n{ask}"
+                kernels = self._kernels_from("optimize", again, parent, note=note)
+                fresh, repeats = _new_kernels(kernels, tried)
+                if kernels and not fresh:
+                    self._mark_repeat(repeats[0], "asked again, ")
+                    continue
+            if len(kernels) > 1:
+                self.reply_notes += [f"{_which(kernels, k)} repeats {r}: not tried again"
+                                     for k, r in zip(kernels, repeats, strict=True) if r]  # fmt: skip
+            for k in fresh[MAX_KERNELS_PER_REPLY:]:
+                self.reply_notes.append(f"{_which(kernels, k)} not tried: at most {MAX_KERNELS_PER_REPLY} kernels "
+                                        "of a reply are")  # fmt: skip
+            for k in fresh[:MAX_KERNELS_PER_REPLY]:
+                tried[k.hash] = "another kernel of the same reply batch"
+                out.append(k)
         return out
 
     def refine(self, kernel: Kernel, verdict: Verdict, earlier: list[tuple[Kernel, Verdict]] = ()) -> Kernel | None:
@@ -149,7 +165,8 @@ class LLMProposer:
                               for i, (_, v) in enumerate(earlier, 1))  # fmt: skip
             prompt += "\n\n" + render_template("refine_earlier", {"tries": tries}, self.template_dir)
         note = f"refined after {verdict.status}: {verdict.reason[:80]}"
-        refined = self._kernel_from("refine", prompt, kernel, note=note)
+        kernels = self._kernels_from("refine", prompt, kernel, note=note)
+        refined = kernels[-1] if kernels else None  # a correction's final answer: its last kernel
         failed = {k.hash for k, _ in earlier} | {kernel.hash}
         if refined is not None and refined.hash in failed:
             self._mark_repeat("a kernel of this task that already failed verification", purpose="refine")
@@ -173,16 +190,17 @@ class LLMProposer:
         self._record("reflect", prompt, call)
         return reflection
 
-    def _kernel_from(self, purpose: Purpose, prompt: str, parent: Kernel, note: str) -> Kernel | None:
-        """A kernel from the model's reply; a reply with no usable code gets one repair request."""
+    def _kernels_from(self, purpose: Purpose, prompt: str, parent: Kernel, note: str) -> list[Kernel]:
+        """The kernels of the model's reply, in its order (none when it gave none); a reply with no usable
+        code gets one repair request. Kernel blocks that do not parse beside ones that do are noted."""
         for attempt in range(2):
             call = self.client.complete(prompt)
             if call.status != "ok":
                 self._record(purpose, prompt, call, f"no reply: {call.status}: {call.reason}")
                 self.no_kernel_reasons.append(f"{purpose}: no reply: {call.status}: {call.reason[:200]}")
-                return None
+                return []
             try:
-                source = extract_kernel(call.text)
+                found = extract_kernels(call.text)
             except ReplyParseError as e:
                 self._record(purpose, prompt, call, str(e))
                 self.no_kernel_reasons.append(f"{purpose}{' (asked again)' if attempt else ''}: {str(e)[:200]}")
@@ -190,8 +208,13 @@ class LLMProposer:
                 prompt = f"{prompt}\n\n{render_template('repair_code', values, self.template_dir)}"
                 continue
             self._record(purpose, prompt, call)
-            return Kernel(source=source, origin="llm", parent_hash=parent.hash, note=note)
-        return None
+            if purpose == "optimize":
+                self.reply_notes += [f"{purpose} reply: {s[:300]}" for s in found.skipped]
+            n = len(found.kernels)
+            return [Kernel(source=b.source, origin="llm", parent_hash=parent.hash,
+                           note=note if n == 1 else f"{note} (kernel {i} of {n} in the reply, block at line {b.line})")
+                    for i, b in enumerate(found.kernels, 1)]  # fmt: skip
+        return []
 
     def _mark_repeat(self, repeated: str, prefix: str = "", purpose: Purpose = "optimize") -> None:
         """The last exchange's kernel repeats ``repeated``: not used, and said so."""
@@ -202,3 +225,26 @@ class LLMProposer:
         self.exchanges.append(Exchange(purpose=purpose, prompt=prompt, call=call, parse_error=parse_error))
         if hasattr(self.client, "note"):  # the run's service keeps a copy, for a task cut off by its timeout
             self.client.note(self.exchanges[-1])
+
+
+def _new_kernels(kernels: list[Kernel], tried: dict[str, str]) -> tuple[list[Kernel], list[str]]:
+    """The kernels not in ``tried`` and not repeating an earlier one of the list; and for each kernel
+    what it repeats ("" for a new one)."""
+    fresh: list[Kernel] = []
+    repeats: list[str] = []
+    first: dict[str, int] = {}
+    for i, k in enumerate(kernels, 1):
+        if k.hash in tried:
+            repeats.append(tried[k.hash])
+        elif k.hash in first:
+            repeats.append(f"kernel {first[k.hash]} of the same reply")
+        else:
+            first[k.hash] = i
+            fresh.append(k)
+            repeats.append("")
+    return fresh, repeats
+
+
+def _which(kernels: list[Kernel], kernel: Kernel) -> str:
+    """The words "kernel i of the reply" for the i-th of ``kernels`` (by identity: repeats are equal records)."""
+    return f"kernel {next(i for i, k in enumerate(kernels, 1) if k is kernel)} of the reply"
