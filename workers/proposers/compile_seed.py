@@ -218,7 +218,9 @@ def _launch_source(kernel: TritonKernel, config: dict[str, int]) -> tuple[str, l
     axes = GRID_AXES.get(kernel.grid_type or "")
     if axes is None:
         raise InductorCodeError(f"kernel {kernel.name}: grid type {kernel.grid_type} is not supported")
-    return _grid(kernel, axes), [f"{k}={v}" for k, v in config.items()]
+    # num_stages pipelines loops only: leaving it out of a loop-free kernel keeps it out of the knob space
+    keywords = [f"{k}={v}" for k, v in config.items() if k != "num_stages" or kernel.loops]
+    return _grid(kernel, axes), keywords
 
 
 def _grid(kernel: TritonKernel, axes: tuple[str, ...]) -> str:

@@ -31,6 +31,7 @@ class TritonKernel:
     body_constexprs: dict[str, int]  # constexprs the body fixes itself (``R0_BLOCK: tl.constexpr = 64``)
     jit_source: str  # the function alone, decorated with plain ``@triton.jit``
     helpers: frozenset[str]  # which of HELPER_NAMES the body uses
+    loops: bool  # whether the body loops (num_stages only matters then)
 
     @property
     def runtime_params(self) -> tuple[str, ...]:
@@ -140,6 +141,7 @@ def parse_triton_kernel(name: str, source: str) -> TritonKernel:
         name=name, heuristics=heuristics, grid_type=grid_type, params=tuple(a.arg for a in args),
         constexprs=constexprs, body_constexprs=_body_constexprs(fn), jit_source=jit_source,
         helpers=frozenset(h for h in HELPER_NAMES if h in used),
+        loops=any(isinstance(n, (ast.For, ast.While)) for n in ast.walk(fn)),
     )  # fmt: skip
 
 

@@ -1,0 +1,200 @@
+"""The compiler seed: Inductor's recorded Triton made a standalone kernel with its chosen configs as knobs.
+
+The GPU recordings (tests/data/inductor, full shapes) are extracted and read for knobs; the CPU-made
+small-shape wrappers (tests/data/inductor_small) are also verified with Triton's interpreter.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from beamsearch.problems import resolve_problem
+from beamsearch.schema import RunSpec
+from workers.proposers.compile_seed import seed_from_inductor, seed_from_recording
+from workers.proposers.inductor_code import parse_output_code
+from workers.proposers.knob_space import render, space_of
+from workers.verify import verify_kernel
+
+DATA = Path(__file__).parent / "data"
+RECORDED = sorted(p for p in (DATA / "inductor").iterdir() if p.is_dir())
+SMALL = DATA / "inductor_small"
+GROUP_NORM_ARGS: list[int | str] = ["weight", "bias", 0]  # its graph takes weight, bias, then x
+
+
+def _best_config(folder: Path, constexprs: set[str]) -> dict:
+    configs = [v["config"] for v in json.loads((folder / "best_configs.json").read_text()).values()]
+    return next(c for c in configs if {k for k in c if k.isupper()} == constexprs)
+
+
+@pytest.mark.parametrize("folder", RECORDED, ids=lambda p: p.name)
+def test_every_recording_gives_a_seed_or_a_reason(folder: Path) -> None:
+    result = seed_from_recording(folder)
+    if folder.name.startswith("35_"):  # weight and bias are graph arguments: which is which is not recorded
+        assert not result.available
+        assert "model parameters" in result.unavailable and "primals_1 (64,)" in result.unavailable
+        result = seed_from_recording(folder, graph_args=GROUP_NORM_ARGS)
+    assert result.available, result.unavailable
+    tree = ast.parse(result.source)
+    kernel_function = next(
+        n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "kernel_function"
+    )
+    assert "triton_heuristics" not in result.source and "async_compile" not in result.source
+    assert "aten" not in result.source and "extern_kernels" not in result.source
+    dims = {d.name: d for d in space_of(result.source).dims}
+    module = parse_output_code((folder / "output_code.py").read_text())
+    for name in result.kernels:
+        config = _best_config(folder, set(module.kernels[name].constexprs))
+        kernel = module.kernels[name]
+        for knob in (*kernel.constexprs, "num_warps", *(["num_stages"] if kernel.loops else [])):
+            assert dims[f"{name}:{knob}"].start == config[knob], (name, knob)
+        assert (f"{name}:num_stages" in dims) == kernel.loops  # stages only pipeline loops
+    assert kernel_function.args.args[0].arg == "input0"
+    assert result.input_shapes[-1] == json.loads((folder / "meta.json").read_text())["input_shapes"][0]
+
+
+def test_group_norm_best_configs_are_matched_by_the_constexprs_each_kernel_takes() -> None:
+    result = seed_from_recording(DATA / "inductor" / "35_GroupNorm_", graph_args=GROUP_NORM_ARGS)
+    assert result.configs == {
+        "triton_red_fused_native_group_norm_0": {
+            "XBLOCK": 1,
+            "R0_BLOCK": 4096,
+            "num_warps": 16,
+            "num_stages": 1,
+        },
+        "triton_poi_fused_native_group_norm_1": {"XBLOCK": 1024, "num_warps": 4, "num_stages": 1},
+    }
+    assert not any("by order" in n for n in result.notes)
+    assert any("training forward graph" in n for n in result.notes)  # it also returns what backward saves
+    assert result.source.rstrip().endswith("return buf3")
+    signature = "def kernel_function(input0, weight, bias):"
+    assert signature in result.source
+
+
+def test_chosen_configs_are_preferred_and_an_ambiguous_match_is_noted() -> None:
+    folder = DATA / "inductor" / "35_GroupNorm_"
+    code = (folder / "output_code.py").read_text()
+    best = json.loads((folder / "best_configs.json").read_text())
+    chosen = {
+        "triton_poi_fused_native_group_norm_1": {"config": {"XBLOCK": 512, "num_warps": 8, "num_stages": 1}}
+    }
+    result = seed_from_inductor(code, chosen_configs=chosen, best_configs=best, graph_args=GROUP_NORM_ARGS)
+    assert result.configs["triton_poi_fused_native_group_norm_1"]["XBLOCK"] == 512
+    assert "XBLOCK=512, num_warps=8" in result.source
+    assert result.configs["triton_red_fused_native_group_norm_0"]["R0_BLOCK"] == 4096  # still from best
+
+    two_pointwise = {**best, "extra": {"config": {"XBLOCK": 64, "num_warps": 2, "num_stages": 1}}}
+    result = seed_from_inductor(code, best_configs=two_pointwise, graph_args=GROUP_NORM_ARGS)
+    assert any("triton_poi_fused_native_group_norm_1: config matched by order" in n for n in result.notes)
+
+
+def test_a_kernel_without_a_config_makes_the_seed_unavailable() -> None:
+    code = (DATA / "inductor" / "26_GELU_" / "output_code.py").read_text()
+    result = seed_from_inductor(code, best_configs={})
+    assert not result.available
+    assert "no recorded config for kernel triton_poi_fused_gelu_0" in result.unavailable
+
+
+@pytest.mark.parametrize(
+    ("statement", "named"),
+    [
+        ("extern_kernels.mm(arg0_1, arg0_1, out=buf0)", "extern_kernels.mm"),
+        ("buf0 = aten.gelu.default(arg0_1)", "aten.gelu.default"),
+        ("torch.ops.aten.copy_(buf0, arg0_1)", "torch.ops.aten.copy_"),
+    ],
+)
+def test_extern_or_aten_calls_make_the_seed_unavailable(statement: str, named: str) -> None:
+    folder = DATA / "inductor" / "26_GELU_"
+    code = (folder / "output_code.py").read_text()
+    launch = "            triton_poi_fused_gelu_0.run("
+    assert launch in code
+    code = code.replace(launch, f"            {statement}\n{launch}")
+    result = seed_from_inductor(code, best_configs=json.loads((folder / "best_configs.json").read_text()))
+    assert not result.available
+    assert named in result.unavailable and "PyTorch compute" in result.unavailable
+
+
+def test_what_the_seed_cannot_reproduce_is_named() -> None:
+    code = (DATA / "inductor" / "26_GELU_" / "output_code.py").read_text()
+    odd = code.replace("            del arg0_1\n", "            print(arg0_1)\n")
+    assert (
+        "unsupported statement in call(): print(arg0_1)"
+        in seed_from_inductor(odd, best_configs={}).unavailable
+    )
+    broken = code + "\n\n# ---- next module ----\n\n" + code
+    assert "2 compiled graphs" in seed_from_inductor(broken, best_configs={}).unavailable
+    template = code.replace("@triton_heuristics.pointwise(", "@triton_heuristics.template(")
+    config = {"triton_poi_fused_gelu_0": {"config": {"XBLOCK": 1024, "num_warps": 4}}}
+    assert (
+        "template kernels are not supported"
+        in seed_from_inductor(template, chosen_configs=config).unavailable
+    )
+
+
+def test_the_full_size_seed_refuses_other_shapes_with_both_named(tmp_path: Path) -> None:
+    result = seed_from_recording(DATA / "inductor" / "26_GELU_")
+    path = tmp_path / "seed.py"
+    path.write_text(result.source)
+    spec = importlib.util.spec_from_file_location("gelu_seed", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with pytest.raises(ValueError, match=r"input0 of shape \(4096, 393216\).*got shape \(3, 1000\)"):
+        module.kernel_function(torch.zeros(3, 1000, dtype=torch.bfloat16))
+
+
+def _small_seed(name: str, block: int, graph_args: list[int | str] | None = None) -> str:
+    """The small wrapper's seed with one config for every kernel (the CPU path has no autotuner)."""
+    code = (SMALL / name / "output_code.py").read_text()
+    module = parse_output_code(code)
+    chosen = {
+        kernel: {"config": {c: block for c in k.constexprs} | {"num_warps": 4, "num_stages": 1}}
+        for kernel, k in module.kernels.items()
+    }
+    result = seed_from_inductor(code, chosen_configs=chosen, graph_args=graph_args)
+    assert result.available, result.unavailable
+    return result.source
+
+
+def _verify(name: str, source: str, folder: Path) -> None:
+    path = folder / f"{name}_seed.py"
+    path.write_text(source)
+    spec = RunSpec(
+        problem_path=resolve_problem(name).problem_path, shapes="small", device="cpu", dtype="bf16"
+    )
+    verdict = verify_kernel(spec, str(path))
+    assert verdict.passed, f"{verdict.status}: {verdict.reason}\n{verdict.traceback[-2000:]}"
+
+
+@pytest.mark.parametrize(
+    ("name", "block", "graph_args"),
+    [
+        ("26_GELU_", 64, None),  # pointwise, libdevice.erf
+        ("48_Mean_reduction_over_a_dimension", 64, None),  # persistent reduction
+        ("36_RMSNorm", 64, None),  # persistent reduction, then a pointwise kernel on its result
+        ("35_GroupNorm_", 128, GROUP_NORM_ARGS),  # looped Welford reduction (triton_helpers), model values
+    ],
+)
+def test_small_seed_passes_verification(
+    name: str, block: int, graph_args: list | None, tmp_path: Path
+) -> None:
+    _verify(name, _small_seed(name, block, graph_args), tmp_path)
+
+
+def test_the_seed_knobs_are_live(tmp_path: Path) -> None:
+    """The tuner's rewrite at another point still verifies: the grid follows XBLOCK, not a baked count."""
+    source = _small_seed("26_GELU_", 64)
+    space = space_of(source)
+    assert {d.name for d in space.dims} == {
+        "triton_poi_fused_gelu_0:XBLOCK",
+        "triton_poi_fused_gelu_0:num_warps",
+    }
+    moved = render(
+        source, space, {"triton_poi_fused_gelu_0:XBLOCK": 1024, "triton_poi_fused_gelu_0:num_warps": 2}
+    )
+    assert "XBLOCK=1024, num_warps=2" in moved
+    _verify("26_GELU_", moved, tmp_path)
