@@ -9,7 +9,8 @@ the moment Inductor loads it, before anything compiles. The kernels are Inductor
 shapes, so the compiler seed can be verified end to end with Triton's interpreter. There is no
 autotuning on this path: the recording has no configs, and its tests choose them.
 
-Writes DIR/<problem>/output_code.py and meta.json (problem, dtype, input shapes, torch version).
+Writes DIR/<problem>/output_code.py, graph_args.json (what each graph argument is: a forward input's
+index or a model value's name) and meta.json (problem, dtype, input shapes, torch version).
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ class _Captured(Exception):
     pass
 
 
-def generate(problem: str, dtype: str) -> tuple[str, list[list[int]]]:
-    """Inductor's wrapper for ``problem`` at small shapes on the CPU, and the problem's input shapes."""
+def generate(problem: str, dtype: str) -> tuple[str, list[list[int]], list[int | str | None]]:
+    """Inductor's wrapper for ``problem`` at small shapes on the CPU, the problem's input shapes, and what
+    each of the graph's arguments is (scripts/inductor_graph_args.py)."""
     import torch
     import torch._inductor.codecache as codecache
     import torch._inductor.config as inductor_config
@@ -36,6 +38,7 @@ def generate(problem: str, dtype: str) -> tuple[str, list[list[int]]]:
 
     from beamsearch.problems import resolve_problem
     from beamsearch.schema import RunSpec
+    from scripts.inductor_graph_args import observed_graph_args
     from workers.problem_instance import instantiate, load_problem_module
 
     inductor_config.cpu_backend = "triton"
@@ -54,13 +57,13 @@ def generate(problem: str, dtype: str) -> tuple[str, list[list[int]]]:
     instance = instantiate(load_problem_module(spec), spec, 0)
     torch._dynamo.reset()
     try:
-        with torch.no_grad():
+        with torch.no_grad(), observed_graph_args(instance.model) as graphs:
             torch.compile(instance.model)(*instance.inputs)
     except Exception:  # Inductor wraps the capture in its own error
         if not captured:
             raise
     shapes = [list(t.shape) for t in instance.inputs if isinstance(t, torch.Tensor)]
-    return captured[0], shapes
+    return captured[0], shapes, graphs[0]
 
 
 def main() -> None:
@@ -75,10 +78,11 @@ def main() -> None:
 
     from beamsearch.problems import resolve_problem
 
-    code, shapes = generate(args.problem, args.dtype)
+    code, shapes, graph_args = generate(args.problem, args.dtype)
     dest = args.out / resolve_problem(args.problem).name
     dest.mkdir(parents=True, exist_ok=True)
     (dest / "output_code.py").write_text(code)
+    (dest / "graph_args.json").write_text(json.dumps(graph_args) + "\n")
     meta = {"problem": dest.name, "dtype": args.dtype, "input_shapes": shapes, "shapes": "small",
             "device": "cpu (code only)", "torch": torch.__version__}  # fmt: skip
     (dest / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -147,15 +148,17 @@ def test_the_full_size_seed_refuses_other_shapes_with_both_named(tmp_path: Path)
         module.kernel_function(torch.zeros(3, 1000, dtype=torch.bfloat16))
 
 
-def _small_seed(name: str, block: int, graph_args: list[int | str] | None = None) -> str:
-    """The small wrapper's seed with one config for every kernel (the CPU path has no autotuner)."""
-    code = (SMALL / name / "output_code.py").read_text()
-    module = parse_output_code(code)
+def _small_seed(name: str, block: int, folder: Path) -> str:
+    """The small recording's seed with one config for every kernel (the CPU path has no autotuner)."""
+    recording = folder / name
+    shutil.copytree(SMALL / name, recording)
+    module = parse_output_code((recording / "output_code.py").read_text())
     chosen = {
         kernel: {"config": {c: block for c in k.constexprs} | {"num_warps": 4, "num_stages": 1}}
         for kernel, k in module.kernels.items()
     }
-    result = seed_from_inductor(code, chosen_configs=chosen, graph_args=graph_args)
+    (recording / "chosen_configs.json").write_text(json.dumps(chosen))
+    result = seed_from_recording(recording)
     assert result.available, result.unavailable
     return result.source
 
@@ -171,23 +174,38 @@ def _verify(name: str, source: str, folder: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("name", "block", "graph_args"),
+    ("name", "block"),
     [
-        ("26_GELU_", 64, None),  # pointwise, libdevice.erf
-        ("48_Mean_reduction_over_a_dimension", 64, None),  # persistent reduction
-        ("36_RMSNorm", 64, None),  # persistent reduction, then a pointwise kernel on its result
-        ("35_GroupNorm_", 128, GROUP_NORM_ARGS),  # looped Welford reduction (triton_helpers), model values
+        ("26_GELU_", 64),  # pointwise, libdevice.erf
+        ("48_Mean_reduction_over_a_dimension", 64),  # persistent reduction
+        ("36_RMSNorm", 64),  # persistent reduction, then a pointwise kernel on its result
+        (
+            "35_GroupNorm_",
+            128,
+        ),  # looped Welford reduction (triton_helpers); weight, bias from graph_args.json
     ],
 )
-def test_small_seed_passes_verification(
-    name: str, block: int, graph_args: list | None, tmp_path: Path
-) -> None:
-    _verify(name, _small_seed(name, block, graph_args), tmp_path)
+def test_small_seed_passes_verification(name: str, block: int, tmp_path: Path) -> None:
+    _verify(name, _small_seed(name, block, tmp_path), tmp_path)
+
+
+def test_recorded_graph_args_name_the_model_values() -> None:
+    """scripts/record_inductor_cpu.py read them off Dynamo's graph: GroupNorm's weight, bias, then x."""
+    assert json.loads((SMALL / "35_GroupNorm_" / "graph_args.json").read_text()) == GROUP_NORM_ARGS
+    assert json.loads((SMALL / "26_GELU_" / "graph_args.json").read_text()) == [0]
+
+
+def test_an_argument_that_is_neither_input_nor_model_value_is_refused(tmp_path: Path) -> None:
+    recording = tmp_path / "35"
+    shutil.copytree(SMALL / "35_GroupNorm_", recording)
+    (recording / "graph_args.json").write_text(json.dumps(["weight", None, 0]))
+    result = seed_from_recording(recording)
+    assert not result.available and "graph arguments [1] are neither" in result.unavailable
 
 
 def test_the_seed_knobs_are_live(tmp_path: Path) -> None:
     """The tuner's rewrite at another point still verifies: the grid follows XBLOCK, not a baked count."""
-    source = _small_seed("26_GELU_", 64)
+    source = _small_seed("26_GELU_", 64, tmp_path)
     space = space_of(source)
     assert {d.name for d in space.dims} == {
         "triton_poi_fused_gelu_0:XBLOCK",

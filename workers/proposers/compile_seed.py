@@ -57,10 +57,18 @@ class SeedResult(Record):
 
 def seed_from_recording(folder: Path, graph_args: list[int | str] | None = None) -> SeedResult:
     """``seed_from_inductor`` on a folder written by scripts/record_inductor.py: ``output_code.py``,
-    ``chosen_configs.json`` and/or ``best_configs.json``, and ``meta.json`` for the input shapes."""
+    ``chosen_configs.json`` and/or ``best_configs.json``, ``graph_args.json`` (what each graph argument
+    is, unless ``graph_args`` is given) and ``meta.json`` for the input shapes."""
     code = folder / "output_code.py"
     if not code.is_file():
         return SeedResult(unavailable=f"no Inductor output code at {code}")
+    if graph_args is None and (folder / "graph_args.json").is_file():
+        recorded = json.loads((folder / "graph_args.json").read_text())
+        unknown = [i for i, g in enumerate(recorded) if not isinstance(g, (int, str))]
+        if unknown:
+            return SeedResult(unavailable=f"graph arguments {unknown} are neither forward inputs nor model values "
+                                          f"the verifier binds (recorded: {recorded})")  # fmt: skip
+        graph_args = recorded
     configs = {name: _read_json(folder / f"{name}.json") for name in ("chosen_configs", "best_configs")}
     shapes = (_read_json(folder / "meta.json") or {}).get("input_shapes")
     return seed_from_inductor(code.read_text(), chosen_configs=configs["chosen_configs"],
