@@ -137,15 +137,35 @@ def test_what_the_seed_cannot_reproduce_is_named() -> None:
     )
 
 
-def test_the_full_size_seed_refuses_other_shapes_with_both_named(tmp_path: Path) -> None:
-    result = seed_from_recording(DATA / "inductor" / "26_GELU_")
-    path = tmp_path / "seed.py"
-    path.write_text(result.source)
-    spec = importlib.util.spec_from_file_location("gelu_seed", path)
+def _import_seed(folder: Path, tmp_path: Path) -> object:
+    path = tmp_path / f"seed_{folder.name}.py"
+    path.write_text(seed_from_recording(folder).source)
+    spec = importlib.util.spec_from_file_location(f"seed_{folder.name}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    return module
+
+
+def test_the_full_size_seed_refuses_other_shapes_with_both_named(tmp_path: Path) -> None:
+    module = _import_seed(DATA / "inductor" / "26_GELU_", tmp_path)
     with pytest.raises(ValueError, match=r"input0 of shape \(4096, 393216\).*got shape \(3, 1000\)"):
         module.kernel_function(torch.zeros(3, 1000, dtype=torch.bfloat16))
+
+
+def test_a_block_that_does_not_divide_an_unmasked_axis_is_refused(tmp_path: Path) -> None:
+    """41's x axis (64*192*65523 outputs) has no bounds mask: XBLOCK 8192 would run past the buffers."""
+    folder = DATA / "inductor" / "41_Max_Pooling_1D"
+    source = seed_from_recording(folder).source
+    assert "_grid(meta, [(805146624, 'XBLOCK')], [(805146624, 'XBLOCK')])" in source
+    module = _import_seed(folder, tmp_path)
+    axes = [(805146624, "XBLOCK")]
+    assert module._grid({"XBLOCK": 4096}, axes, axes) == (196569,)
+    with pytest.raises(ValueError, match="XBLOCK=8192 does not divide 805146624"):
+        module._grid({"XBLOCK": 8192}, axes, axes)
+    reduction = seed_from_recording(DATA / "inductor" / "24_LogSoftmax").source  # its r0 axis too
+    assert "[(393216, 'R0_BLOCK'), (4096, 'XBLOCK')]" in reduction
+    masked = _small_seed("26_GELU_", 64, tmp_path)  # 3000 elements: masked, any block goes
+    assert "_grid(meta, [(3000, 'XBLOCK')], [])" in masked
 
 
 def _small_seed(name: str, block: int, folder: Path) -> str:

@@ -232,18 +232,28 @@ def _launch_source(kernel: TritonKernel, config: dict[str, int]) -> tuple[str, l
 
 
 def _grid(kernel: TritonKernel, axes: tuple[str, ...]) -> str:
-    """A grid lambda over the launch's numel arguments (``{x}numel``), read at launch time: a block
-    constexpr the tuner changes changes the grid with it."""
-    parts = []
+    """A grid lambda over the launch's numel arguments (``{xnumel}``, filled in per launch), read at launch
+    time so a block constexpr the tuner changes changes the grid with it. Axes Inductor compiled without a
+    bounds mask are listed as whole: there a block that does not divide the size is refused by ``_grid``
+    instead of reading and writing out of bounds."""
+    grid, whole = [], []
     for axis in axes:
-        numel, block = f"{axis}numel", f"{axis.upper()}BLOCK"
+        numel = f"{axis}numel"
         if numel not in kernel.runtime_params:
             raise InductorCodeError(f"kernel {kernel.name}: grid axis {axis} has no {numel} argument")
-        if block in kernel.constexprs:
-            parts.append(f"triton.cdiv({{{numel}}}, meta[{block!r}])")
-        else:
-            parts.append(f"triton.cdiv({{{numel}}}, {kernel.body_constexprs.get(block, 1)})")
-    return "lambda meta: (" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+        grid.append(f"({{{numel}}}, {_block_of(kernel, axis)})")
+    for axis in sorted(kernel.unmasked):
+        block = f"{axis.rstrip('_').upper()}{'_' if axis.endswith('_') else ''}BLOCK"
+        if block in kernel.constexprs and f"{axis}numel" in kernel.runtime_params:
+            whole.append(f"({{{axis}numel}}, {block!r})")
+    return f"lambda meta: _grid(meta, [{', '.join(grid)}], [{', '.join(whole)}])"
+
+
+def _block_of(kernel: TritonKernel, axis: str) -> str:
+    """The block of a grid axis: a launch constexpr's name (quoted), or the int the kernel fixes (1 when it
+    has none: Inductor's grid then launches one program per element)."""
+    block = f"{axis.upper()}BLOCK"
+    return repr(block) if block in kernel.constexprs else str(kernel.body_constexprs.get(block, 1))
 
 
 def _render(module: InductorModule, signature: list[str], renames: dict[str, str],
@@ -273,7 +283,7 @@ def _render(module: InductorModule, signature: list[str], renames: dict[str, str
         lines += ["", "", kernel.jit_source]
     checks = [(renames.get(c.name, c.name), c) for c in module.call.checks]
     lines += ["", "", f"_SHAPES = {{{', '.join(f'{n!r}: ({c.size!r}, {c.stride!r})' for n, c in checks)}}}"]
-    lines += ["", "", _CHECK_SOURCE, "", ""]
+    lines += ["", "", _CHECK_SOURCE, "", "", _GRID_SOURCE, "", ""]
     lines.append(f"def kernel_function({', '.join(signature)}):")
     lines.append(f"    _check_shapes({', '.join(f'{n}={n}' for n, _ in checks)})")
     lines += [f"    {graph} = {param}" for graph, param in renames.items() if graph != param]
@@ -296,7 +306,9 @@ def _launch_line(kernel: TritonKernel, launch: Launch, grid: str, keywords: list
         raise InductorCodeError(f"kernel {kernel.name} takes {len(kernel.runtime_params)} arguments, "
                                 f"call() passes {len(launch.args)}")  # fmt: skip
     values = dict(zip(kernel.runtime_params, launch.args, strict=True))
-    grid = grid.format(**{k: v for k, v in values.items() if k.endswith("numel")})
+    for name, value in values.items():
+        if name.endswith("numel"):
+            grid = grid.replace("{" + name + "}", value)
     return f"    {kernel.name}[{grid}]({', '.join([*launch.args, *keywords])})"
 
 
@@ -316,3 +328,12 @@ _LIBDEVICE_SOURCE = """if os.environ.get("TRITON_INTERPRET") == "1":
     libdevice = tl.math
 else:
     from triton.language.extra import libdevice"""
+
+_GRID_SOURCE = """def _grid(meta, axes, whole):
+    for numel, block in whole:
+        if numel % meta[block]:
+            raise ValueError(
+                f"{block}={meta[block]} does not divide {numel}: Inductor compiled this kernel without bounds "
+                "masks on that axis, so its blocks must divide the size"
+            )
+    return tuple(triton.cdiv(numel, meta[block] if isinstance(block, str) else block) for numel, block in axes)"""

@@ -32,6 +32,7 @@ class TritonKernel:
     jit_source: str  # the function alone, decorated with plain ``@triton.jit``
     helpers: frozenset[str]  # which of HELPER_NAMES the body uses
     loops: bool  # whether the body loops (num_stages only matters then)
+    unmasked: frozenset[str]  # axes ("x", "r0_") whose mask Inductor set all-true: its blocks divide them
 
     @property
     def runtime_params(self) -> tuple[str, ...]:
@@ -142,6 +143,7 @@ def parse_triton_kernel(name: str, source: str) -> TritonKernel:
         constexprs=constexprs, body_constexprs=_body_constexprs(fn), jit_source=jit_source,
         helpers=frozenset(h for h in HELPER_NAMES if h in used),
         loops=any(isinstance(n, (ast.For, ast.While)) for n in ast.walk(fn)),
+        unmasked=_unmasked_axes(fn),
     )  # fmt: skip
 
 
@@ -189,6 +191,18 @@ def _body_constexprs(fn: ast.FunctionDef) -> dict[str, int]:
                 and isinstance(node.value, ast.Constant) and type(node.value.value) is int):  # fmt: skip
             found[node.target.id] = node.value.value
     return found
+
+
+def _unmasked_axes(fn: ast.FunctionDef) -> frozenset[str]:
+    """Axes whose mask the body sets to ``tl.full(..., True, ...)``: Inductor drops the bounds check where
+    every block it may launch divides the size, so loads and stores there are unguarded."""
+    found = set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+            if name.endswith("mask") and ast.unparse(node.value).startswith("tl.full("):
+                found.add(name[: -len("mask")])
+    return frozenset(found)
 
 
 def _is_training_forward(text: str) -> bool:
