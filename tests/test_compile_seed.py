@@ -186,9 +186,8 @@ def _small_seed(name: str, block: int, folder: Path) -> str:
 def _verify(name: str, source: str, folder: Path) -> None:
     path = folder / f"{name}_seed.py"
     path.write_text(source)
-    spec = RunSpec(
-        problem_path=resolve_problem(name).problem_path, shapes="small", device="cpu", dtype="bf16"
-    )
+    problem = DATA / f"{name}.py" if (DATA / f"{name}.py").is_file() else resolve_problem(name).problem_path
+    spec = RunSpec(problem_path=str(problem), shapes="small", device="cpu", dtype="bf16")
     verdict = verify_kernel(spec, str(path))
     assert verdict.passed, f"{verdict.status}: {verdict.reason}\n{verdict.traceback[-2000:]}"
 
@@ -199,10 +198,8 @@ def _verify(name: str, source: str, folder: Path) -> None:
         ("26_GELU_", 64),  # pointwise, libdevice.erf
         ("48_Mean_reduction_over_a_dimension", 64),  # persistent reduction
         ("36_RMSNorm", 64),  # persistent reduction, then a pointwise kernel on its result
-        (
-            "35_GroupNorm_",
-            128,
-        ),  # looped Welford reduction (triton_helpers); weight, bias from graph_args.json
+        ("35_GroupNorm_", 128),  # looped Welford reduction (triton_helpers); weight, bias by graph_args
+        ("transpose_scale_problem", 16),  # a tiled pointwise kernel on a 2-D grid; weight by keyword
     ],
 )
 def test_small_seed_passes_verification(name: str, block: int, tmp_path: Path) -> None:
@@ -236,3 +233,19 @@ def test_the_seed_knobs_are_live(tmp_path: Path) -> None:
     )
     assert "XBLOCK=1024, num_warps=2" in moved
     _verify("26_GELU_", moved, tmp_path)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    "name", ["26_GELU_", "36_RMSNorm", "43_Max_Pooling_3D", "48_Mean_reduction_over_a_dimension"]
+)
+def test_full_size_seed_passes_verification_on_gpu(name: str, tmp_path: Path) -> None:
+    """The H100 recordings' seeds at the shapes Inductor compiled them for, with its chosen configs."""
+    result = seed_from_recording(DATA / "inductor" / name)
+    path = tmp_path / f"{name}_seed.py"
+    path.write_text(result.source)
+    spec = RunSpec(
+        problem_path=resolve_problem(name).problem_path, shapes="full", device="cuda", dtype="bf16"
+    )
+    verdict = verify_kernel(spec, str(path))
+    assert verdict.passed, f"{verdict.status}: {verdict.reason}"
