@@ -44,7 +44,10 @@ class SeedResult(Record):
     source: str | None = None
     unavailable: str | None = Field(None, description="why no seed was written; None when source is set")
     kernels: list[str] = Field(default_factory=list, description="the Triton kernels it launches, in order")
-    configs: dict[str, dict[str, int]] = Field(default_factory=dict, description="the config of each kernel")
+    configs: dict[str, dict[str, int]] = Field(
+        default_factory=dict,
+        description="Inductor's chosen config of each kernel (num_stages is written only where a kernel loops)",
+    )
     input_shapes: list[list[int]] = Field(default_factory=list, description="the only shapes it is valid for")
     notes: list[str] = Field(
         default_factory=list, description="what the reader should know (config matching...)"
