@@ -120,6 +120,25 @@ def test_extern_or_aten_calls_make_the_seed_unavailable(statement: str, named: s
     assert named in result.unavailable and "PyTorch compute" in result.unavailable
 
 
+def test_buffer_views_and_zeroing_are_kept() -> None:
+    """Inductor reuses a buffer through a view, and zeroes one before atomic adds: both stay in the seed."""
+    folder = DATA / "inductor" / "26_GELU_"
+    code = (folder / "output_code.py").read_text()
+    launch = "            triton_poi_fused_gelu_0.run(arg0_1, buf0,"
+    assert launch in code
+    code = code.replace(launch, "            buf0.zero_()\n" + launch)
+    code = code.replace(
+        "        return (buf0, )",
+        "        buf1 = reinterpret_tensor(buf0, (393216, 4096), (1, 393216), 0)\n        return (buf1, )",
+    )
+    result = seed_from_inductor(code, best_configs=json.loads((folder / "best_configs.json").read_text()))
+    assert result.available, result.unavailable
+    body = result.source[result.source.index("def kernel_function") :]
+    assert "    buf0.zero_()\n    triton_poi_fused_gelu_0[" in body
+    assert "buf1 = torch.as_strided(buf0, (393216, 4096), (1, 393216), 0)" in body
+    assert body.rstrip().endswith("return buf1")
+
+
 def test_what_the_seed_cannot_reproduce_is_named() -> None:
     code = (DATA / "inductor" / "26_GELU_" / "output_code.py").read_text()
     odd = code.replace("            del arg0_1\n", "            print(arg0_1)\n")

@@ -269,6 +269,13 @@ def _plan_statement(stmt: ast.stmt, plan: CallPlan, kernels: dict[str, TritonKer
         if isinstance(target, ast.Name) and isinstance(value, ast.Name):
             plan.steps.append(Plain(text))
             return
+        if (
+            isinstance(target, ast.Name)
+            and isinstance(value, ast.Call)
+            and ast.unparse(value.func) == "reinterpret_tensor"
+        ):
+            plan.steps.append(Plain(f"{target.id} = {_output_source(value)}"))  # a view of a buffer, reused
+            return
     if isinstance(stmt, ast.Delete):
         plan.steps.append(Plain(text))
         return
@@ -280,6 +287,9 @@ def _plan_statement(stmt: ast.stmt, plan: CallPlan, kernels: dict[str, TritonKer
         call = stmt.value
         callee = ast.unparse(call.func)
         if callee in ("args.clear", "assert_alignment", "torch.cuda.set_device"):
+            return
+        if isinstance(call.func, ast.Attribute) and call.func.attr == "zero_" and not call.args:
+            plan.steps.append(Plain(text))  # a buffer zeroed for a kernel that accumulates with atomics
             return
         if callee == "assert_size_stride":
             plan.checks.append(_input_check(call))
