@@ -139,6 +139,13 @@ def test_buffer_views_and_zeroing_are_kept() -> None:
     assert body.rstrip().endswith("return buf1")
 
 
+def test_a_real_extern_call_is_named() -> None:
+    """Inductor's own wrapper for 04 (matrix-vector) on the CPU calls extern_kernels.mm."""
+    result = seed_from_recording(SMALL / "04_Matrix_vector_multiplication")
+    assert not result.available
+    assert "extern_kernels.mm" in result.unavailable and "PyTorch compute" in result.unavailable
+
+
 def test_what_the_seed_cannot_reproduce_is_named() -> None:
     code = (DATA / "inductor" / "26_GELU_" / "output_code.py").read_text()
     odd = code.replace("            del arg0_1\n", "            print(arg0_1)\n")
@@ -187,13 +194,17 @@ def test_a_block_that_does_not_divide_an_unmasked_axis_is_refused(tmp_path: Path
     assert "_grid(meta, [(3000, 'XBLOCK')], [])" in masked
 
 
-def _small_seed(name: str, block: int, folder: Path) -> str:
-    """The small recording's seed with one config for every kernel (the CPU path has no autotuner)."""
+def _small_seed(name: str, block: int | dict[str, int], folder: Path) -> str:
+    """The small recording's seed with one config for every kernel (the CPU path has no autotuner):
+    ``block`` for every block constexpr, or a value per constexpr name."""
     recording = folder / name
     shutil.copytree(SMALL / name, recording)
     module = parse_output_code((recording / "output_code.py").read_text())
     chosen = {
-        kernel: {"config": {c: block for c in k.constexprs} | {"num_warps": 4, "num_stages": 1}}
+        kernel: {
+            "config": {c: block if isinstance(block, int) else block[c] for c in k.constexprs}
+            | {"num_warps": 4, "num_stages": 1}
+        }
         for kernel, k in module.kernels.items()
     }
     (recording / "chosen_configs.json").write_text(json.dumps(chosen))
@@ -218,10 +229,14 @@ def _verify(name: str, source: str, folder: Path) -> None:
         ("48_Mean_reduction_over_a_dimension", 64),  # persistent reduction
         ("36_RMSNorm", 64),  # persistent reduction, then a pointwise kernel on its result
         ("35_GroupNorm_", 128),  # looped Welford reduction (triton_helpers); weight, bias by graph_args
+        (
+            "89_cumsum",
+            {"XBLOCK": 1, "R0_BLOCK": 1024},
+        ),  # a scan: tl.associative_scan with the kernel module's own combine function
         ("transpose_scale_problem", 16),  # a tiled pointwise kernel on a 2-D grid; weight by keyword
     ],
 )
-def test_small_seed_passes_verification(name: str, block: int, tmp_path: Path) -> None:
+def test_small_seed_passes_verification(name: str, block: int | dict[str, int], tmp_path: Path) -> None:
     _verify(name, _small_seed(name, block, tmp_path), tmp_path)
 
 

@@ -100,38 +100,42 @@ def seed_from_inductor(
     result says what is wrong.
     """
     try:
-        module = parse_output_code(output_code)
-        configs, notes = _configs_for(module, chosen_configs or {}, best_configs or {})
-        if graph_args is None and input_shapes is not None:
-            graph_args = _inputs_by_shape(module, input_shapes)
-        signature, renames = _signature(module.call.args, graph_args)
+        return _build(output_code, chosen_configs or {}, best_configs or {}, graph_args, input_shapes)
     except InductorCodeError as e:
         return SeedResult(unavailable=str(e))
+
+
+def _build(
+    output_code: str,
+    chosen_configs: dict[str, Any],
+    best_configs: dict[str, Any],
+    graph_args: list[int | str] | None,
+    input_shapes: list[list[int]] | None,
+) -> SeedResult:
+    """The seed, checked in order of what matters most to the reader: PyTorch compute, kernels this
+    module cannot launch, missing configs, then the arguments."""
+    module = parse_output_code(output_code)
     if module.call.foreign:
         names = ", ".join(dict.fromkeys(module.call.foreign))
-        return SeedResult(unavailable=f"Inductor's call() runs PyTorch operators or extern kernels ({names}); "
-                                      "the verifier rejects PyTorch compute")  # fmt: skip
-    launched = [s.kernel for s in module.call.steps if isinstance(s, Launch)]
+        raise InductorCodeError(f"Inductor's call() runs PyTorch operators or extern kernels ({names}); "
+                                "the verifier rejects PyTorch compute")  # fmt: skip
+    launched = list(dict.fromkeys(s.kernel for s in module.call.steps if isinstance(s, Launch)))
     if not launched:
-        return SeedResult(unavailable="Inductor's call() launches no Triton kernel")
-    try:
-        launches = {
-            name: _launch_source(module.kernels[name], configs[name]) for name in dict.fromkeys(launched)
-        }
-    except InductorCodeError as e:
-        return SeedResult(unavailable=str(e))
+        raise InductorCodeError("Inductor's call() launches no Triton kernel")
+    axes = {name: _grid_axes(module.kernels[name]) for name in launched}
+    configs, notes = _configs_for(module, chosen_configs, best_configs)
+    if graph_args is None and input_shapes is not None:
+        graph_args = _inputs_by_shape(module, input_shapes)
+    signature, renames = _signature(module.call.args, graph_args)
+    launches = {name: _launch_source(module.kernels[name], axes[name], configs[name]) for name in launched}
     outputs = module.call.outputs
     if module.training_forward and len(outputs) > 1:
         notes.append(f"a training forward graph: kernel_function returns its first of {len(outputs)} outputs "
                      "(the rest are saved for the backward); record under torch.no_grad() to avoid them")  # fmt: skip
         outputs = outputs[:1]
-    try:
-        source = _render(module, signature, renames, launches, outputs)
-    except InductorCodeError as e:
-        return SeedResult(unavailable=str(e))
+    source = _render(module, signature, renames, launches, outputs)
     shapes = [list(c.size) for c in module.call.checks]
-    return SeedResult(source=source, kernels=launched, configs={k: configs[k] for k in dict.fromkeys(launched)},
-                      input_shapes=shapes, notes=notes)  # fmt: skip
+    return SeedResult(source=source, kernels=launched, configs=configs, input_shapes=shapes, notes=notes)
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
@@ -221,14 +225,21 @@ def _signature(args: list[str], graph_args: list[int | str] | None) -> tuple[lis
     return [renames[a] for _, a in inputs] + [g for g, _ in values], renames
 
 
-def _launch_source(kernel: TritonKernel, config: dict[str, int]) -> tuple[str, list[str]]:
-    """(grid source, keyword sources) for launching ``kernel`` at ``config``."""
+def _grid_axes(kernel: TritonKernel) -> tuple[str, ...]:
+    """The grid axes of a kernel this module can launch; raises for any other."""
     if kernel.heuristics not in ("pointwise", "reduction", "persistent_reduction"):
         raise InductorCodeError(f"kernel {kernel.name}: Inductor's {kernel.heuristics or 'undecorated'} kernels "
                                 "are not supported")  # fmt: skip
     axes = GRID_AXES.get(kernel.grid_type or "")
     if axes is None:
         raise InductorCodeError(f"kernel {kernel.name}: grid type {kernel.grid_type} is not supported")
+    return axes
+
+
+def _launch_source(
+    kernel: TritonKernel, axes: tuple[str, ...], config: dict[str, int]
+) -> tuple[str, list[str]]:
+    """(grid source, keyword sources) for launching ``kernel`` at ``config``."""
     # num_stages pipelines loops only: leaving it out of a loop-free kernel keeps it out of the knob space
     keywords = [f"{k}={v}" for k, v in config.items() if k != "num_stages" or kernel.loops]
     return _grid(kernel, axes), keywords
@@ -282,6 +293,8 @@ def _render(module: InductorModule, signature: list[str], renames: dict[str, str
         lines.append("from triton.language import math as tl_math")
     if "triton_helpers" in helpers:  # Inductor's @triton.jit device functions; not its launch runtime
         lines.append("from torch._inductor.runtime import triton_helpers")
+    for source in _device_functions(kernels).values():
+        lines += ["", "", source]
     for kernel in kernels:
         lines += ["", "", kernel.jit_source]
     checks = [(renames.get(c.name, c.name), c) for c in module.call.checks]
@@ -302,6 +315,16 @@ def _render(module: InductorModule, signature: list[str], renames: dict[str, str
     returned = outputs[0] if len(outputs) == 1 else "(" + ", ".join(outputs) + ",)"
     lines.append(f"    return {returned}")
     return "\n".join(lines) + "\n"
+
+
+def _device_functions(kernels: list[TritonKernel]) -> dict[str, str]:
+    """The kernels' own @triton.jit helpers, once each; two different ones of one name cannot share a module."""
+    found: dict[str, str] = {}
+    for kernel in kernels:
+        for name, source in kernel.device_functions:
+            if found.setdefault(name, source) != source:
+                raise InductorCodeError(f"kernels define device function {name} differently")
+    return found
 
 
 def _launch_line(kernel: TritonKernel, launch: Launch, grid: str, keywords: list[str]) -> str:

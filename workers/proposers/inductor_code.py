@@ -30,6 +30,9 @@ class TritonKernel:
     constexprs: tuple[str, ...]  # the parameters annotated tl.constexpr
     body_constexprs: dict[str, int]  # constexprs the body fixes itself (``R0_BLOCK: tl.constexpr = 64``)
     jit_source: str  # the function alone, decorated with plain ``@triton.jit``
+    device_functions: tuple[
+        tuple[str, str], ...
+    ]  # (name, source) of the other @triton.jit functions it calls
     helpers: frozenset[str]  # which of HELPER_NAMES the body uses
     loops: bool  # whether the body loops (num_stages only matters then)
     unmasked: frozenset[str]  # axes ("x", "r0_") whose mask Inductor set all-true: its blocks divide them
@@ -137,10 +140,21 @@ def parse_triton_kernel(name: str, source: str) -> TritonKernel:
     )
     lines = source.splitlines()
     jit_source = "@triton.jit\n" + "\n".join(lines[fn.lineno - 1 : fn.end_lineno])
-    used = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
+    others = [
+        n
+        for n in tree.body
+        if isinstance(n, ast.FunctionDef)
+        and n is not fn
+        and any("jit" in ast.unparse(d) for d in n.decorator_list)
+    ]  # e.g. the combine function of a scan
+    device_functions = tuple(
+        (n.name, "\n".join(lines[n.decorator_list[0].lineno - 1 : n.end_lineno])) for n in others
+    )
+    used = {n.id for f in (fn, *others) for n in ast.walk(f) if isinstance(n, ast.Name)}
     return TritonKernel(
         name=name, heuristics=heuristics, grid_type=grid_type, params=tuple(a.arg for a in args),
         constexprs=constexprs, body_constexprs=_body_constexprs(fn), jit_source=jit_source,
+        device_functions=device_functions,
         helpers=frozenset(h for h in HELPER_NAMES if h in used),
         loops=any(isinstance(n, (ast.For, ast.While)) for n in ast.walk(fn)),
         unmasked=_unmasked_axes(fn),
