@@ -67,6 +67,8 @@ def seed_from_recording(folder: Path, graph_args: list[int | str] | None = None)
         return SeedResult(unavailable=f"no Inductor output code at {code}")
     if graph_args is None and (folder / "graph_args.json").is_file():
         recorded = json.loads((folder / "graph_args.json").read_text())
+        if not isinstance(recorded, list):
+            return SeedResult(unavailable=f"{folder / 'graph_args.json'} is not a list: {recorded!r}")
         unknown = [i for i, g in enumerate(recorded) if not isinstance(g, (int, str))]
         if unknown:
             return SeedResult(unavailable=f"graph arguments {unknown} are neither forward inputs nor model values "
