@@ -4,9 +4,11 @@
 
 Writes DIR/<problem>/: ``output_code.py`` (the wrapper Inductor generated, with every Triton kernel's
 source and the configs it considered), ``chosen_configs.json`` (each Triton kernel's name, the config its
-autotuner launched, and its source), ``best_configs.json`` (the ``.best_config`` files of Inductor's
-cache, keyed by a hash, kept as a cross-check), and ``meta.json`` (versions, device,
-shapes, dtype, compile seconds). The compiler-seed extraction (issue 23) is tested on the CPU against
+autotuner launched, and its source), ``graph_args.json`` (what each of the graph's arguments is: a
+forward input's index or a model value's name, see inductor_graph_args.py), ``best_configs.json`` (the
+``.best_config`` files of Inductor's cache, keyed by a hash, kept as a cross-check), and ``meta.json``
+(versions, device, shapes, dtype, compile seconds). The model runs under torch.no_grad(), so Inductor
+compiles the inference graph. The compiler-seed extraction (issue 23) is tested on the CPU against
 such recordings: on the CPU Inductor makes C++, not Triton. One problem per process, so one problem's
 compile cache and autotuning never leak into the next one's.
 """
@@ -26,7 +28,9 @@ sys.path.insert(0, str(ROOT))
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--problem", required=True)
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("--dtype", default="bf16", choices=["bf16", "fp16", "fp32"])
@@ -39,6 +43,7 @@ def main() -> None:
 
     from beamsearch.problems import resolve_problem
     from beamsearch.schema import RunSpec
+    from scripts.inductor_graph_args import observed_graph_args
     from workers.problem_instance import instantiate, load_problem_module
 
     problem = resolve_problem(args.problem)
@@ -47,7 +52,10 @@ def main() -> None:
     instance = instantiate(module, spec, 0)
     compiled = torch.compile(instance.model, mode="max-autotune-no-cudagraphs")
     start = time.perf_counter()
-    _, codes = run_and_get_code(compiled, *instance.inputs)
+    # no_grad: the inference graph, as the verifier and timing call the model (a training graph would
+    # also return what its backward saves)
+    with torch.no_grad(), observed_graph_args(instance.model) as graph_args:
+        _, codes = run_and_get_code(compiled, *instance.inputs)
     torch.cuda.synchronize()
     compile_s = time.perf_counter() - start
 
@@ -60,6 +68,8 @@ def main() -> None:
         best[path.stem] = {"config": json.loads(path.read_text()),
                            "kernel_source": kernel_source.read_text() if kernel_source.is_file() else None}  # fmt: skip
     (dest / "best_configs.json").write_text(json.dumps(best, indent=1))
+    if len(graph_args) == 1:  # one graph, as the seed needs; several (a graph break) make it unavailable
+        (dest / "graph_args.json").write_text(json.dumps(graph_args[0]) + "\n")
     chosen = chosen_configs()
     (dest / "chosen_configs.json").write_text(json.dumps(chosen, indent=1))
     shapes = [list(t.shape) for t in instance.inputs if isinstance(t, torch.Tensor)]

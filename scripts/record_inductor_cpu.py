@@ -1,0 +1,93 @@
+"""Record the Triton wrapper Inductor writes for a problem at its SMALL shapes, on a machine with no GPU.
+
+    python scripts/record_inductor_cpu.py --problem P --out DIR [--dtype bf16]
+
+Inductor makes C++ on the CPU unless ``cpu_backend = "triton"``; then it writes Triton kernels and a
+wrapper like the GPU's, but cannot compile them without a Triton CPU backend. This script lets Inductor
+generate the code (standing in a fixed hash for the backend it asks about) and keeps the wrapper's text
+the moment Inductor loads it, before anything compiles. The kernels are Inductor's own, for the small
+shapes, so the compiler seed can be verified end to end with Triton's interpreter. There is no
+autotuning on this path: the recording has no configs, and its tests choose them.
+
+Writes DIR/<problem>/output_code.py, graph_args.json (what each graph argument is: a forward input's
+index or a model value's name) and meta.json (problem, dtype, input shapes, torch version).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+class _Captured(Exception):
+    pass
+
+
+def generate(problem: str, dtype: str) -> tuple[str, list[list[int]], list[int | str | None]]:
+    """Inductor's wrapper for ``problem`` at small shapes on the CPU, the problem's input shapes, and what
+    each of the graph's arguments is (scripts/inductor_graph_args.py)."""
+    import torch
+    import torch._inductor.codecache as codecache
+    import torch._inductor.config as inductor_config
+    import torch.utils._triton as torch_triton
+
+    from beamsearch.problems import resolve_problem
+    from beamsearch.schema import RunSpec
+    from scripts.inductor_graph_args import observed_graph_args
+    from workers.problem_instance import instantiate, load_problem_module
+
+    inductor_config.cpu_backend = "triton"
+    torch_triton.triton_backend = lambda: None  # no Triton driver here; the hash only keys Inductor's cache
+    torch_triton.triton_hash_with_backend = lambda: "0" * 64
+    captured: list[str] = []
+
+    def capture(key: str, path: str, *args: object, **kwargs: object) -> None:
+        captured.append(Path(path).read_text())
+        raise _Captured
+
+    codecache.PyCodeCache.load_by_key_path = capture
+    spec = RunSpec(
+        problem_path=resolve_problem(problem).problem_path, shapes="small", device="cpu", dtype=dtype
+    )
+    instance = instantiate(load_problem_module(spec), spec, 0)
+    torch._dynamo.reset()
+    try:
+        with torch.no_grad(), observed_graph_args(instance.model) as graphs:
+            torch.compile(instance.model)(*instance.inputs)
+    except Exception:  # Inductor wraps the capture in its own error
+        if not captured:
+            raise
+    shapes = [list(t.shape) for t in instance.inputs if isinstance(t, torch.Tensor)]
+    return captured[0], shapes, graphs[0]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--problem", required=True)
+    parser.add_argument("--out", required=True, type=Path)
+    parser.add_argument("--dtype", default="bf16", choices=["bf16", "fp16", "fp32"])
+    args = parser.parse_args()
+    import torch
+
+    from beamsearch.problems import resolve_problem
+
+    code, shapes, graph_args = generate(args.problem, args.dtype)
+    dest = args.out / resolve_problem(args.problem).name
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "output_code.py").write_text(code)
+    (dest / "graph_args.json").write_text(json.dumps(graph_args) + "\n")
+    meta = {"problem": dest.name, "dtype": args.dtype, "input_shapes": shapes, "shapes": "small",
+            "device": "cpu (code only)", "torch": torch.__version__}  # fmt: skip
+    (dest / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+    print(json.dumps(meta))
+
+
+if __name__ == "__main__":
+    main()

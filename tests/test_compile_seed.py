@@ -1,0 +1,285 @@
+"""The compiler seed: Inductor's recorded Triton made a standalone kernel with its chosen configs as knobs.
+
+The GPU recordings (tests/data/inductor, full shapes) are extracted and read for knobs; the CPU-made
+small-shape wrappers (tests/data/inductor_small) are also verified with Triton's interpreter.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from beamsearch.problems import resolve_problem
+from beamsearch.schema import RunSpec
+from workers.proposers.compile_seed import seed_from_inductor, seed_from_recording
+from workers.proposers.inductor_code import parse_output_code
+from workers.proposers.knob_space import render, space_of
+from workers.verify import verify_kernel
+
+DATA = Path(__file__).parent / "data"
+RECORDED = sorted(p for p in (DATA / "inductor").iterdir() if p.is_dir())
+SMALL = DATA / "inductor_small"
+GROUP_NORM_ARGS: list[int | str] = ["weight", "bias", 0]  # its graph takes weight, bias, then x
+
+
+def _best_config(folder: Path, constexprs: set[str]) -> dict:
+    configs = [v["config"] for v in json.loads((folder / "best_configs.json").read_text()).values()]
+    return next(c for c in configs if {k for k in c if k.isupper()} == constexprs)
+
+
+@pytest.mark.parametrize("folder", RECORDED, ids=lambda p: p.name)
+def test_every_recording_gives_a_seed_or_a_reason(folder: Path) -> None:
+    result = seed_from_recording(folder)
+    if folder.name.startswith("35_"):  # weight and bias are graph arguments: which is which is not recorded
+        assert not result.available
+        assert "model parameters" in result.unavailable and "primals_1 (64,)" in result.unavailable
+        result = seed_from_recording(folder, graph_args=GROUP_NORM_ARGS)
+    assert result.available, result.unavailable
+    tree = ast.parse(result.source)
+    kernel_function = next(
+        n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "kernel_function"
+    )
+    assert "triton_heuristics" not in result.source and "async_compile" not in result.source
+    assert "aten" not in result.source and "extern_kernels" not in result.source
+    dims = {d.name: d for d in space_of(result.source).dims}
+    module = parse_output_code((folder / "output_code.py").read_text())
+    for name in result.kernels:
+        config = _best_config(folder, set(module.kernels[name].constexprs))
+        kernel = module.kernels[name]
+        for knob in (*kernel.constexprs, "num_warps", *(["num_stages"] if kernel.loops else [])):
+            assert dims[f"{name}:{knob}"].start == config[knob], (name, knob)
+        assert (f"{name}:num_stages" in dims) == kernel.loops  # stages only pipeline loops
+    assert kernel_function.args.args[0].arg == "input0"
+    assert result.input_shapes[-1] == json.loads((folder / "meta.json").read_text())["input_shapes"][0]
+
+
+def test_group_norm_best_configs_are_matched_by_the_constexprs_each_kernel_takes() -> None:
+    result = seed_from_recording(DATA / "inductor" / "35_GroupNorm_", graph_args=GROUP_NORM_ARGS)
+    assert result.configs == {
+        "triton_red_fused_native_group_norm_0": {
+            "XBLOCK": 1,
+            "R0_BLOCK": 4096,
+            "num_warps": 16,
+            "num_stages": 1,
+        },
+        "triton_poi_fused_native_group_norm_1": {"XBLOCK": 1024, "num_warps": 4, "num_stages": 1},
+    }
+    assert not any("by order" in n for n in result.notes)
+    assert any("training forward graph" in n for n in result.notes)  # it also returns what backward saves
+    assert result.source.rstrip().endswith("return buf3")
+    signature = "def kernel_function(input0, weight, bias):"
+    assert signature in result.source
+
+
+def test_chosen_configs_are_preferred_and_an_ambiguous_match_is_noted() -> None:
+    folder = DATA / "inductor" / "35_GroupNorm_"
+    code = (folder / "output_code.py").read_text()
+    best = json.loads((folder / "best_configs.json").read_text())
+    chosen = {
+        "triton_poi_fused_native_group_norm_1": {"config": {"XBLOCK": 512, "num_warps": 8, "num_stages": 1}}
+    }
+    result = seed_from_inductor(code, chosen_configs=chosen, best_configs=best, graph_args=GROUP_NORM_ARGS)
+    assert result.configs["triton_poi_fused_native_group_norm_1"]["XBLOCK"] == 512
+    assert "XBLOCK=512, num_warps=8" in result.source
+    assert result.configs["triton_red_fused_native_group_norm_0"]["R0_BLOCK"] == 4096  # still from best
+
+    two_pointwise = {**best, "extra": {"config": {"XBLOCK": 64, "num_warps": 2, "num_stages": 1}}}
+    result = seed_from_inductor(code, best_configs=two_pointwise, graph_args=GROUP_NORM_ARGS)
+    assert any("triton_poi_fused_native_group_norm_1: config matched by order" in n for n in result.notes)
+
+
+def test_a_kernel_without_a_config_makes_the_seed_unavailable() -> None:
+    code = (DATA / "inductor" / "26_GELU_" / "output_code.py").read_text()
+    result = seed_from_inductor(code, best_configs={})
+    assert not result.available
+    assert "no recorded config for kernel triton_poi_fused_gelu_0" in result.unavailable
+
+
+@pytest.mark.parametrize(
+    ("statement", "named"),
+    [
+        ("extern_kernels.mm(arg0_1, arg0_1, out=buf0)", "extern_kernels.mm"),
+        ("buf0 = aten.gelu.default(arg0_1)", "aten.gelu.default"),
+        ("torch.ops.aten.copy_(buf0, arg0_1)", "torch.ops.aten.copy_"),
+    ],
+)
+def test_extern_or_aten_calls_make_the_seed_unavailable(statement: str, named: str) -> None:
+    folder = DATA / "inductor" / "26_GELU_"
+    code = (folder / "output_code.py").read_text()
+    launch = "            triton_poi_fused_gelu_0.run("
+    assert launch in code
+    code = code.replace(launch, f"            {statement}\n{launch}")
+    result = seed_from_inductor(code, best_configs=json.loads((folder / "best_configs.json").read_text()))
+    assert not result.available
+    assert named in result.unavailable and "PyTorch compute" in result.unavailable
+
+
+def test_buffer_views_and_zeroing_are_kept() -> None:
+    """Inductor reuses a buffer through a view, and zeroes one before atomic adds: both stay in the seed."""
+    folder = DATA / "inductor" / "26_GELU_"
+    code = (folder / "output_code.py").read_text()
+    launch = "            triton_poi_fused_gelu_0.run(arg0_1, buf0,"
+    assert launch in code
+    code = code.replace(launch, "            buf0.zero_()\n" + launch)
+    code = code.replace(
+        "        return (buf0, )",
+        "        buf1 = reinterpret_tensor(buf0, (393216, 4096), (1, 393216), 0)\n        return (buf1, )",
+    )
+    result = seed_from_inductor(code, best_configs=json.loads((folder / "best_configs.json").read_text()))
+    assert result.available, result.unavailable
+    body = result.source[result.source.index("def kernel_function") :]
+    assert "    buf0.zero_()\n    triton_poi_fused_gelu_0[" in body
+    assert "buf1 = torch.as_strided(buf0, (393216, 4096), (1, 393216), 0)" in body
+    assert body.rstrip().endswith("return buf1")
+
+
+def test_a_real_extern_call_is_named() -> None:
+    """Inductor's own wrapper for 04 (matrix-vector) on the CPU calls extern_kernels.mm."""
+    result = seed_from_recording(SMALL / "04_Matrix_vector_multiplication")
+    assert not result.available
+    assert "extern_kernels.mm" in result.unavailable and "PyTorch compute" in result.unavailable
+
+
+def test_what_the_seed_cannot_reproduce_is_named() -> None:
+    code = (DATA / "inductor" / "26_GELU_" / "output_code.py").read_text()
+    odd = code.replace("            del arg0_1\n", "            print(arg0_1)\n")
+    assert (
+        "unsupported statement in call(): print(arg0_1)"
+        in seed_from_inductor(odd, best_configs={}).unavailable
+    )
+    broken = code + "\n\n# ---- next module ----\n\n" + code
+    assert "2 compiled graphs" in seed_from_inductor(broken, best_configs={}).unavailable
+    template = code.replace("@triton_heuristics.pointwise(", "@triton_heuristics.template(")
+    config = {"triton_poi_fused_gelu_0": {"config": {"XBLOCK": 1024, "num_warps": 4}}}
+    assert (
+        "template kernels are not supported"
+        in seed_from_inductor(template, chosen_configs=config).unavailable
+    )
+
+
+def _import_seed(folder: Path, tmp_path: Path) -> object:
+    path = tmp_path / f"seed_{folder.name}.py"
+    path.write_text(seed_from_recording(folder).source)
+    spec = importlib.util.spec_from_file_location(f"seed_{folder.name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_full_size_seed_refuses_other_shapes_with_both_named(tmp_path: Path) -> None:
+    module = _import_seed(DATA / "inductor" / "26_GELU_", tmp_path)
+    with pytest.raises(ValueError, match=r"input0 of shape \(4096, 393216\).*got shape \(3, 1000\)"):
+        module.kernel_function(torch.zeros(3, 1000, dtype=torch.bfloat16))
+
+
+def test_a_block_that_does_not_divide_an_unmasked_axis_is_refused(tmp_path: Path) -> None:
+    """41's x axis (64*192*65523 outputs) has no bounds mask: XBLOCK 8192 would run past the buffers."""
+    folder = DATA / "inductor" / "41_Max_Pooling_1D"
+    source = seed_from_recording(folder).source
+    assert "_grid(meta, [(805146624, 'XBLOCK')], [(805146624, 'XBLOCK')])" in source
+    module = _import_seed(folder, tmp_path)
+    axes = [(805146624, "XBLOCK")]
+    assert module._grid({"XBLOCK": 4096}, axes, axes) == (196569,)
+    with pytest.raises(ValueError, match="XBLOCK=8192 does not divide 805146624"):
+        module._grid({"XBLOCK": 8192}, axes, axes)
+    reduction = seed_from_recording(DATA / "inductor" / "24_LogSoftmax").source  # its r0 axis too
+    assert "[(393216, 'R0_BLOCK'), (4096, 'XBLOCK')]" in reduction
+    masked = _small_seed("26_GELU_", 64, tmp_path)  # 3000 elements: masked, any block goes
+    assert "_grid(meta, [(3000, 'XBLOCK')], [])" in masked
+
+
+def _small_seed(name: str, block: int | dict[str, int], folder: Path) -> str:
+    """The small recording's seed with one config for every kernel (the CPU path has no autotuner):
+    ``block`` for every block constexpr, or a value per constexpr name."""
+    recording = folder / name
+    shutil.copytree(SMALL / name, recording)
+    module = parse_output_code((recording / "output_code.py").read_text())
+    chosen = {
+        kernel: {
+            "config": {c: block if isinstance(block, int) else block[c] for c in k.constexprs}
+            | {"num_warps": 4, "num_stages": 1}
+        }
+        for kernel, k in module.kernels.items()
+    }
+    (recording / "chosen_configs.json").write_text(json.dumps(chosen))
+    result = seed_from_recording(recording)
+    assert result.available, result.unavailable
+    return result.source
+
+
+def _verify(name: str, source: str, folder: Path) -> None:
+    path = folder / f"{name}_seed.py"
+    path.write_text(source)
+    problem = DATA / f"{name}.py" if (DATA / f"{name}.py").is_file() else resolve_problem(name).problem_path
+    spec = RunSpec(problem_path=str(problem), shapes="small", device="cpu", dtype="bf16")
+    verdict = verify_kernel(spec, str(path))
+    assert verdict.passed, f"{verdict.status}: {verdict.reason}\n{verdict.traceback[-2000:]}"
+
+
+@pytest.mark.parametrize(
+    ("name", "block"),
+    [
+        ("26_GELU_", 64),  # pointwise, libdevice.erf
+        ("48_Mean_reduction_over_a_dimension", 64),  # persistent reduction
+        ("36_RMSNorm", 64),  # persistent reduction, then a pointwise kernel on its result
+        ("35_GroupNorm_", 128),  # looped Welford reduction (triton_helpers); weight, bias by graph_args
+        (
+            "89_cumsum",
+            {"XBLOCK": 1, "R0_BLOCK": 1024},
+        ),  # a scan: tl.associative_scan with the kernel module's own combine function
+        ("transpose_scale_problem", 16),  # a tiled pointwise kernel on a 2-D grid; weight by keyword
+    ],
+)
+def test_small_seed_passes_verification(name: str, block: int | dict[str, int], tmp_path: Path) -> None:
+    _verify(name, _small_seed(name, block, tmp_path), tmp_path)
+
+
+def test_recorded_graph_args_name_the_model_values() -> None:
+    """scripts/record_inductor_cpu.py read them off Dynamo's graph: GroupNorm's weight, bias, then x."""
+    assert json.loads((SMALL / "35_GroupNorm_" / "graph_args.json").read_text()) == GROUP_NORM_ARGS
+    assert json.loads((SMALL / "26_GELU_" / "graph_args.json").read_text()) == [0]
+
+
+def test_an_argument_that_is_neither_input_nor_model_value_is_refused(tmp_path: Path) -> None:
+    recording = tmp_path / "35"
+    shutil.copytree(SMALL / "35_GroupNorm_", recording)
+    (recording / "graph_args.json").write_text(json.dumps(["weight", None, 0]))
+    result = seed_from_recording(recording)
+    assert not result.available and "graph arguments [1] are neither" in result.unavailable
+
+
+def test_the_seed_knobs_are_live(tmp_path: Path) -> None:
+    """The tuner's rewrite at another point still verifies: the grid follows XBLOCK, not a baked count."""
+    source = _small_seed("26_GELU_", 64, tmp_path)
+    space = space_of(source)
+    assert {d.name for d in space.dims} == {
+        "triton_poi_fused_gelu_0:XBLOCK",
+        "triton_poi_fused_gelu_0:num_warps",
+    }
+    moved = render(
+        source, space, {"triton_poi_fused_gelu_0:XBLOCK": 1024, "triton_poi_fused_gelu_0:num_warps": 2}
+    )
+    assert "XBLOCK=1024, num_warps=2" in moved
+    _verify("26_GELU_", moved, tmp_path)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    "name", ["26_GELU_", "36_RMSNorm", "43_Max_Pooling_3D", "48_Mean_reduction_over_a_dimension"]
+)
+def test_full_size_seed_passes_verification_on_gpu(name: str, tmp_path: Path) -> None:
+    """The H100 recordings' seeds at the shapes Inductor compiled them for, with its chosen configs."""
+    result = seed_from_recording(DATA / "inductor" / name)
+    path = tmp_path / f"{name}_seed.py"
+    path.write_text(result.source)
+    spec = RunSpec(
+        problem_path=resolve_problem(name).problem_path, shapes="full", device="cuda", dtype="bf16"
+    )
+    verdict = verify_kernel(spec, str(path))
+    assert verdict.passed, f"{verdict.status}: {verdict.reason}"

@@ -1,0 +1,367 @@
+"""A starting kernel from torch.compile's own Triton: Inductor's kernels, made standalone.
+
+``seed_from_inductor`` reads a recorded Inductor wrapper (``output_code.py``) and the configs Inductor's
+autotuner chose, and writes a Triton module whose ``kernel_function`` allocates what Inductor's ``call``
+allocates and launches each kernel as a plain ``@triton.jit`` function. The chosen config is written as
+launch keywords with int literals (``XBLOCK=2048, num_warps=4, num_stages=1``): the tuner's knobs.
+
+Pure: no GPU, no torch.compile. Where the wrapper calls an extern library or a PyTorch operator (the
+verifier would reject that as PyTorch compute), or holds something this module does not reproduce, the
+result is ``unavailable`` with the reason.
+
+Inductor compiles for the shapes it saw: sizes and strides are literals in the kernels (and masks are
+dropped where blocks divide them), so a seed is valid only at the recorded input shapes; its
+``kernel_function`` checks them and raises a ValueError naming both shapes otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from beamsearch.schema import Record
+from workers.proposers.inductor_code import (
+    Alloc,
+    InductorCodeError,
+    InductorModule,
+    Launch,
+    Plain,
+    TritonKernel,
+    parse_output_code,
+)
+
+LAUNCH_OPTIONS = ("num_warps", "num_stages")
+# Grid types Inductor launches as cdiv(numel, BLOCK) per axis; the axis order is Inductor's (x, y, z).
+GRID_AXES = {"Grid1D": ("x",), "Grid2D": ("x", "y"), "Grid3D": ("x", "y", "z")}
+
+
+class SeedResult(Record):
+    """A standalone kernel module, or why there is none."""
+
+    source: str | None = None
+    unavailable: str | None = Field(None, description="why no seed was written; None when source is set")
+    kernels: list[str] = Field(default_factory=list, description="the Triton kernels it launches, in order")
+    configs: dict[str, dict[str, int]] = Field(
+        default_factory=dict,
+        description="Inductor's chosen config of each kernel (num_stages is written only where a kernel loops)",
+    )
+    input_shapes: list[list[int]] = Field(default_factory=list, description="the only shapes it is valid for")
+    notes: list[str] = Field(
+        default_factory=list, description="what the reader should know (config matching...)"
+    )
+
+    @property
+    def available(self) -> bool:
+        return self.source is not None
+
+
+def seed_from_recording(folder: Path, graph_args: list[int | str] | None = None) -> SeedResult:
+    """``seed_from_inductor`` on a folder written by scripts/record_inductor.py: ``output_code.py``,
+    ``chosen_configs.json`` and/or ``best_configs.json``, ``graph_args.json`` (what each graph argument
+    is, unless ``graph_args`` is given) and ``meta.json`` for the input shapes."""
+    code = folder / "output_code.py"
+    if not code.is_file():
+        return SeedResult(unavailable=f"no Inductor output code at {code}")
+    if graph_args is None and (folder / "graph_args.json").is_file():
+        recorded = json.loads((folder / "graph_args.json").read_text())
+        if not isinstance(recorded, list):
+            return SeedResult(unavailable=f"{folder / 'graph_args.json'} is not a list: {recorded!r}")
+        unknown = [i for i, g in enumerate(recorded) if not isinstance(g, (int, str))]
+        if unknown:
+            return SeedResult(unavailable=f"graph arguments {unknown} are neither forward inputs nor model values "
+                                          f"the verifier binds (recorded: {recorded})")  # fmt: skip
+        graph_args = recorded
+    configs = {name: _read_json(folder / f"{name}.json") for name in ("chosen_configs", "best_configs")}
+    shapes = (_read_json(folder / "meta.json") or {}).get("input_shapes")
+    return seed_from_inductor(code.read_text(), chosen_configs=configs["chosen_configs"],
+                              best_configs=configs["best_configs"], graph_args=graph_args,
+                              input_shapes=shapes if isinstance(shapes, list) else None)  # fmt: skip
+
+
+def seed_from_inductor(
+    output_code: str,
+    *,
+    chosen_configs: dict[str, Any] | None = None,
+    best_configs: dict[str, Any] | None = None,
+    graph_args: list[int | str] | None = None,
+    input_shapes: list[list[int]] | None = None,
+) -> SeedResult:
+    """Inductor's kernels of ``output_code`` as a standalone module with their chosen configs.
+
+    ``chosen_configs``: scripts/record_inductor.py's ``chosen_configs.json`` (kernel name -> {"config": ...}),
+    preferred. ``best_configs``: the ``.best_config`` files by hash (``best_configs.json``); matched to
+    kernels by the block constexprs each kernel takes, then by their order. ``graph_args``: what each of
+    the compiled graph's arguments is, in order: an int is the index of a forward input, a str the name of
+    a model value (``"weight"``) the verifier binds by keyword. Without it, ``input_shapes`` (the
+    problem's forward inputs' shapes, in order) picks the arguments that are inputs, by their recorded
+    shapes; a graph with arguments left over (model parameters) is then unavailable, naming them. With
+    neither, every argument is the forward input of the same position. Never raises for bad input: the
+    result says what is wrong.
+    """
+    try:
+        return _build(output_code, chosen_configs or {}, best_configs or {}, graph_args, input_shapes)
+    except InductorCodeError as e:
+        return SeedResult(unavailable=str(e))
+
+
+def _build(
+    output_code: str,
+    chosen_configs: dict[str, Any],
+    best_configs: dict[str, Any],
+    graph_args: list[int | str] | None,
+    input_shapes: list[list[int]] | None,
+) -> SeedResult:
+    """The seed, checked in order of what matters most to the reader: PyTorch compute, kernels this
+    module cannot launch, missing configs, then the arguments."""
+    module = parse_output_code(output_code)
+    if module.call.foreign:
+        names = ", ".join(dict.fromkeys(module.call.foreign))
+        raise InductorCodeError(f"Inductor's call() runs PyTorch operators or extern kernels ({names}); "
+                                "the verifier rejects PyTorch compute")  # fmt: skip
+    launched = list(dict.fromkeys(s.kernel for s in module.call.steps if isinstance(s, Launch)))
+    if not launched:
+        raise InductorCodeError("Inductor's call() launches no Triton kernel")
+    axes = {name: _grid_axes(module.kernels[name]) for name in launched}
+    configs, notes = _configs_for(module, chosen_configs, best_configs)
+    if graph_args is None and input_shapes is not None:
+        graph_args = _inputs_by_shape(module, input_shapes)
+    signature, renames = _signature(module.call.args, graph_args)
+    launches = {name: _launch_source(module.kernels[name], axes[name], configs[name]) for name in launched}
+    outputs = module.call.outputs
+    if module.training_forward and len(outputs) > 1:
+        notes.append(f"a training forward graph: kernel_function returns its first of {len(outputs)} outputs "
+                     "(the rest are saved for the backward); record under torch.no_grad() to avoid them")  # fmt: skip
+        outputs = outputs[:1]
+    source = _render(module, signature, renames, launches, outputs)
+    shapes = [list(c.size) for c in module.call.checks]
+    return SeedResult(source=source, kernels=launched, configs=configs, input_shapes=shapes, notes=notes)
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _configs_for(
+    module: InductorModule, chosen: dict[str, Any], best: dict[str, Any]
+) -> tuple[dict[str, dict[str, int]], list[str]]:
+    """Each launched kernel's config as ints: its constexprs plus num_warps/num_stages."""
+    launched = list(dict.fromkeys(s.kernel for s in module.call.steps if isinstance(s, Launch)))
+    found: dict[str, dict[str, Any]] = {}
+    notes: list[str] = []
+    for name in launched:
+        entry = chosen.get(name)
+        config = entry.get("config") if isinstance(entry, dict) else None
+        if isinstance(config, dict):
+            found[name] = config
+    pending = [name for name in launched if name not in found]
+    pool = [v["config"] for v in best.values() if isinstance(v, dict) and isinstance(v.get("config"), dict)]
+    for name in pending:
+        wanted = set(module.kernels[name].constexprs)
+        fits = [c for c in pool if {k for k in c if k.isupper()} == wanted]
+        if not fits:
+            raise InductorCodeError(f"no recorded config for kernel {name} (it takes {sorted(wanted) or 'no'} "
+                                    "constexprs)")  # fmt: skip
+        if len(fits) > 1 or sum(1 for n in pending if set(module.kernels[n].constexprs) == wanted) > 1:
+            notes.append(f"{name}: config matched by order among {len(fits)} with the same constexprs")
+        found[name] = fits[0]
+        pool.remove(fits[0])
+    return {name: _int_config(module.kernels[name], found[name]) for name in launched}, notes
+
+
+def _int_config(kernel: TritonKernel, config: dict[str, Any]) -> dict[str, int]:
+    out = {}
+    for key in (*kernel.constexprs, *LAUNCH_OPTIONS):
+        value = config.get(key)
+        if value is None and key in LAUNCH_OPTIONS:
+            continue
+        if type(value) is not int:
+            raise InductorCodeError(f"kernel {kernel.name}: its config has no int {key} ({config})")
+        out[key] = value
+    return out
+
+
+def _inputs_by_shape(module: InductorModule, input_shapes: list[list[int]]) -> list[int | str]:
+    """Graph arguments numbered as forward inputs where their recorded shapes match, in order."""
+    sizes = {c.name: list(c.size) for c in module.call.checks}
+    graph_args: list[int | str] = []
+    left: list[str] = []
+    for name in module.call.args:
+        n = sum(isinstance(g, int) for g in graph_args)
+        if n < len(input_shapes) and sizes.get(name) == list(input_shapes[n]):
+            graph_args.append(n)
+        else:
+            graph_args.append(name)
+            left.append(f"{name} {tuple(sizes[name]) if name in sizes else '(no recorded shape)'}")
+    found = sum(isinstance(g, int) for g in graph_args)
+    if found != len(input_shapes):
+        raise InductorCodeError(f"the compiled graph's arguments ({', '.join(module.call.args)}) do not take the "
+                                f"problem's {len(input_shapes)} inputs of shapes {input_shapes} in order")  # fmt: skip
+    if left:
+        raise InductorCodeError(f"the compiled graph also takes {', '.join(left)}: model parameters, and the "
+                                "recording does not say which model value each is (pass graph_args)")  # fmt: skip
+    return graph_args
+
+
+def _signature(args: list[str], graph_args: list[int | str] | None) -> tuple[list[str], dict[str, str]]:
+    """kernel_function's parameters (forward inputs first, then model values) and graph name <- parameter."""
+    graph_args = list(range(len(args))) if graph_args is None else graph_args
+    if len(graph_args) != len(args):
+        raise InductorCodeError(f"the compiled graph takes {len(args)} arguments ({', '.join(args)}), "
+                                f"graph_args describes {len(graph_args)}")  # fmt: skip
+    inputs = sorted((g, a) for g, a in zip(graph_args, args, strict=True) if isinstance(g, int))
+    if [g for g, _ in inputs] != list(range(len(inputs))):
+        raise InductorCodeError(
+            f"graph_args must number the forward inputs 0..n-1 once each, got {graph_args}"
+        )
+    values = [(g, a) for g, a in zip(graph_args, args, strict=True) if isinstance(g, str)]
+    renames = {a: f"input{g}" for g, a in inputs} | {a: g for g, a in values}
+    return [renames[a] for _, a in inputs] + [g for g, _ in values], renames
+
+
+def _grid_axes(kernel: TritonKernel) -> tuple[str, ...]:
+    """The grid axes of a kernel this module can launch; raises for any other."""
+    if kernel.heuristics not in ("pointwise", "reduction", "persistent_reduction"):
+        raise InductorCodeError(f"kernel {kernel.name}: Inductor's {kernel.heuristics or 'undecorated'} kernels "
+                                "are not supported")  # fmt: skip
+    axes = GRID_AXES.get(kernel.grid_type or "")
+    if axes is None:
+        raise InductorCodeError(f"kernel {kernel.name}: grid type {kernel.grid_type} is not supported")
+    return axes
+
+
+def _launch_source(
+    kernel: TritonKernel, axes: tuple[str, ...], config: dict[str, int]
+) -> tuple[str, list[str]]:
+    """(grid source, keyword sources) for launching ``kernel`` at ``config``."""
+    # num_stages pipelines loops only: leaving it out of a loop-free kernel keeps it out of the knob space
+    keywords = [f"{k}={v}" for k, v in config.items() if k != "num_stages" or kernel.loops]
+    return _grid(kernel, axes), keywords
+
+
+def _grid(kernel: TritonKernel, axes: tuple[str, ...]) -> str:
+    """A grid lambda over the launch's numel arguments (``{xnumel}``, filled in per launch), read at launch
+    time so a block constexpr the tuner changes changes the grid with it. Axes Inductor compiled without a
+    bounds mask are listed as whole: there a block that does not divide the size is refused by ``_grid``
+    instead of reading and writing out of bounds."""
+    grid, whole = [], []
+    for axis in axes:
+        numel = f"{axis}numel"
+        if numel not in kernel.runtime_params:
+            raise InductorCodeError(f"kernel {kernel.name}: grid axis {axis} has no {numel} argument")
+        grid.append(f"({{{numel}}}, {_block_of(kernel, axis)})")
+    for axis in sorted(kernel.unmasked):
+        block = f"{axis.rstrip('_').upper()}{'_' if axis.endswith('_') else ''}BLOCK"
+        if block in kernel.constexprs and f"{axis}numel" in kernel.runtime_params:
+            whole.append(f"({{{axis}numel}}, {block!r})")
+    return f"lambda meta: _grid(meta, [{', '.join(grid)}], [{', '.join(whole)}])"
+
+
+def _block_of(kernel: TritonKernel, axis: str) -> str:
+    """The block of a grid axis: a launch constexpr's name (quoted), or the int the kernel fixes (1 when it
+    has none: Inductor's grid then launches one program per element)."""
+    block = f"{axis.upper()}BLOCK"
+    return repr(block) if block in kernel.constexprs else str(kernel.body_constexprs.get(block, 1))
+
+
+def _render(module: InductorModule, signature: list[str], renames: dict[str, str],
+            launches: dict[str, tuple[str, list[str]]], outputs: list[str]) -> str:  # fmt: skip
+    kernels = [module.kernels[name] for name in launches]
+    helpers = set().union(*(k.helpers for k in kernels))
+    lines = [
+        '"""Inductor\'s own Triton kernels for this problem (torch.compile, max-autotune), made standalone.',
+        "",
+        "Valid only at the input shapes and strides Inductor compiled for (sizes are literals in the kernels);",
+        "each launch carries the config Inductor's autotuner chose.",
+        '"""',
+        "",
+        *(["import os"] if "libdevice" in helpers else []),
+        "",
+        "import torch",
+        "import triton",
+        "import triton.language as tl",
+    ]
+    if "libdevice" in helpers:
+        lines += ["", _LIBDEVICE_SOURCE]
+    if "tl_math" in helpers:
+        lines.append("from triton.language import math as tl_math")
+    if "triton_helpers" in helpers:  # Inductor's @triton.jit device functions; not its launch runtime
+        lines.append("from torch._inductor.runtime import triton_helpers")
+    for source in _device_functions(kernels).values():
+        lines += ["", "", source]
+    for kernel in kernels:
+        lines += ["", "", kernel.jit_source]
+    checks = [(renames.get(c.name, c.name), c) for c in module.call.checks]
+    lines += ["", "", f"_SHAPES = {{{', '.join(f'{n!r}: ({c.size!r}, {c.stride!r})' for n, c in checks)}}}"]
+    lines += ["", "", _CHECK_SOURCE, "", "", _GRID_SOURCE, "", ""]
+    lines.append(f"def kernel_function({', '.join(signature)}):")
+    lines.append(f"    _check_shapes({', '.join(f'{n}={n}' for n, _ in checks)})")
+    lines += [f"    {graph} = {param}" for graph, param in renames.items() if graph != param]
+    lines.append(f"    device = {signature[0]}.device" if signature else "    device = None")
+    for step in module.call.steps:
+        if isinstance(step, Alloc):
+            lines.append(f"    {step.name} = torch.empty_strided({step.size}, {step.stride}, dtype={step.dtype}, "
+                         "device=device)")  # fmt: skip
+        elif isinstance(step, Plain):
+            lines.append(f"    {step.source}")
+        else:
+            lines.append(_launch_line(module.kernels[step.kernel], step, *launches[step.kernel]))
+    returned = outputs[0] if len(outputs) == 1 else "(" + ", ".join(outputs) + ",)"
+    lines.append(f"    return {returned}")
+    return "\n".join(lines) + "\n"
+
+
+def _device_functions(kernels: list[TritonKernel]) -> dict[str, str]:
+    """The kernels' own @triton.jit helpers, once each; two different ones of one name cannot share a module."""
+    found: dict[str, str] = {}
+    for kernel in kernels:
+        for name, source in kernel.device_functions:
+            if found.setdefault(name, source) != source:
+                raise InductorCodeError(f"kernels define device function {name} differently")
+    return found
+
+
+def _launch_line(kernel: TritonKernel, launch: Launch, grid: str, keywords: list[str]) -> str:
+    if len(launch.args) != len(kernel.runtime_params):
+        raise InductorCodeError(f"kernel {kernel.name} takes {len(kernel.runtime_params)} arguments, "
+                                f"call() passes {len(launch.args)}")  # fmt: skip
+    values = dict(zip(kernel.runtime_params, launch.args, strict=True))
+    for name, value in values.items():
+        if name.endswith("numel"):
+            grid = grid.replace("{" + name + "}", value)
+    return f"    {kernel.name}[{grid}]({', '.join([*launch.args, *keywords])})"
+
+
+_CHECK_SOURCE = """def _check_shapes(**tensors):
+    for name, t in tensors.items():
+        size, stride = _SHAPES[name]
+        if tuple(t.shape) != size or tuple(t.stride()) != stride:
+            raise ValueError(
+                f"this seed holds Inductor's kernels compiled for {name} of shape {size}, strides {stride}; "
+                f"got shape {tuple(t.shape)}, strides {tuple(t.stride())}"
+            )"""
+
+
+# Triton's interpreter runs tl.math's functions but not libdevice's extern calls (they return None there);
+# on a GPU the kernels keep Inductor's libdevice calls as written.
+_LIBDEVICE_SOURCE = """if os.environ.get("TRITON_INTERPRET") == "1":
+    libdevice = tl.math
+else:
+    from triton.language.extra import libdevice"""
+
+_GRID_SOURCE = """def _grid(meta, axes, whole):
+    for numel, block in whole:
+        if numel % meta[block]:
+            raise ValueError(
+                f"{block}={meta[block]} does not divide {numel}: Inductor compiled this kernel without bounds "
+                "masks on that axis, so its blocks must divide the size"
+            )
+    return tuple(triton.cdiv(numel, meta[block] if isinstance(block, str) else block) for numel, block in axes)"""
