@@ -272,7 +272,7 @@ class Driver:
         and its reason says if it was waiting on the model."""
         if not self.state.config.llm:
             return result
-        from workers.llm_service import take_task_log
+        from workers.proposers.llm_service import take_task_log
 
         exchanges, waiting_s = take_task_log(result.task_id)  # taken for every task: the service forgets it
         if result.status != "failed":
@@ -308,7 +308,7 @@ class Driver:
         notes = [t.note for t in retimed if t.note]
         for note in notes:
             self.display.event("retime_note", note=note)
-        # Only a re-timing that passed crowns: a failed one was retried alone (workers.task.final_timing).
+        # Only a re-timing that passed crowns: a failed one was retried alone (workers.actor.task.final_timing).
         timed = [t for t in retimed if t.crowned_ms is not None]
         best_t = min(timed, key=lambda t: t.crowned_ms, default=None)
         best = next((e for e in finalists if best_t and e.id == best_t.id), None)
@@ -356,7 +356,7 @@ MEMORY_HEADROOM = 0.9  # of the GPU's memory: fragmentation, ncu's profiles of t
 def verifications_that_fit(peak_gb: float, memory_gb: float, workers_per_gpu: int) -> int:
     """How many verifications, each using ``peak_gb`` at its peak, one GPU of ``memory_gb`` holds at once
     beside its workers' spare processes; at least one, at most one per worker. One that runs out of memory
-    anyway is run again with the GPU to itself (``workers.task.verify_candidate``)."""
+    anyway is run again with the GPU to itself (``workers.actor.task.verify_candidate``)."""
     usable = MEMORY_HEADROOM * memory_gb - CONTEXTS_GB_PER_WORKER * workers_per_gpu
     return max(1, min(workers_per_gpu, int(usable // max(peak_gb, 0.01))))
 

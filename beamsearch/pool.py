@@ -20,7 +20,7 @@ import ray
 from ray.exceptions import ActorUnavailableError, GetTimeoutError, RayActorError, RayTaskError
 
 from beamsearch.state import Task, TaskResult
-from workers.actor import RemoteSearchWorker
+from workers.actor.ray_worker import RemoteSearchWorker
 
 log = logging.getLogger(__name__)
 MAX_RESTARTS = 4

@@ -196,7 +196,7 @@ def _minutes(text: str) -> float | str:
 def _preflight(config: SearchConfig) -> None:
     """One tiny request before any work: a wrong model name, key or address fails here, clearly."""
     from beamsearch.model_watch import preflight
-    from workers.llm_client import LLMUnavailable
+    from workers.proposers.llm_client import LLMUnavailable
 
     try:
         preflight(config)
@@ -205,9 +205,9 @@ def _preflight(config: SearchConfig) -> None:
 
 
 def _start_llm_service(config: SearchConfig) -> object:
-    """The run's one way to the model (workers/llm_service.py), holding the key read here."""
-    from workers.llm_service import start_llm_service
-    from workers.task import llm_config
+    """The run's one way to the model (workers/proposers/llm_service.py), holding the key read here."""
+    from workers.actor.task import llm_config
+    from workers.proposers.llm_service import start_llm_service
 
     return start_llm_service(llm_config(config), os.environ.get(config.api_key_env) if config.api_key_env else None)
 

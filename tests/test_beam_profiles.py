@@ -16,7 +16,7 @@ from beamsearch.driver import Driver
 from beamsearch.schema import Kernel, Profile, RunSpec, Timing, TimingResult
 from beamsearch.state import BeamEntry, BeamState, Task, TaskResult
 from beamsearch.trace import TraceWriter
-from workers.task import profile_beam_kernel
+from workers.actor.task import profile_beam_kernel
 
 
 class ScriptedPool:
@@ -165,7 +165,7 @@ def test_cpu_runs_profile_nothing(tmp_path) -> None:
 
 
 def test_a_workers_profile_job_measures_the_kernel_once(tmp_path, monkeypatch) -> None:
-    from workers import task as task_fns
+    from workers.actor import task as task_fns
 
     calls: list[str] = []
 

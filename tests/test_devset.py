@@ -12,9 +12,9 @@ import torch
 
 from beamsearch.problems import resolve_problem
 from beamsearch.schema import BenchReport, BenchRow, RunSpec, Timing, TimingResult, Verdict
-from workers.problem_instance import import_file
+from workers.harness.problem_instance import import_file
+from workers.harness.verify import verify_kernel
 from workers.proposers.tuner import find_knobs
-from workers.verify import verify_kernel
 
 ROOT = Path(__file__).resolve().parents[1]
 

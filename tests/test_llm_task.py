@@ -1,4 +1,4 @@
-"""The LLM path of one task (workers/task.py), with the real client against the scripted server and no
+"""The LLM path of one task (workers/actor/task.py), with the real client against the scripted server and no
 Ray: what the user sees when the model gives nothing usable, what the prompts carry, what is asked again.
 These tasks end before any kernel runs, so they are quick on the CPU."""
 
@@ -17,7 +17,7 @@ from beamsearch.state import BeamEntry, Task
 from beamsearch.trace import published_files
 from tests.conftest import DATA
 from tests.llm_server import HttpError, Reply, Respond, ScriptedLLMServer
-from workers import task as task_fns
+from workers.actor import task as task_fns
 
 KEY_ENV = "BEAMSEARCH_TEST_LLM_KEY"
 PROBLEM = str(DATA / "scale_rows_problem.py")

@@ -15,8 +15,8 @@ from beamsearch.report import best_round_text, load_run
 from beamsearch.schema import CheckResult, Kernel, RunSpec, Timing, TimingResult
 from beamsearch.state import BeamEntry, BeamState, FinalTiming, Summary
 from beamsearch.trace import TraceWriter
-from workers import task
-from workers.task import WorkerContext, final_timing
+from workers.actor import task
+from workers.actor.task import WorkerContext, final_timing
 
 
 def _ok(ms: float) -> TimingResult:

@@ -9,8 +9,8 @@ from beamsearch.config import SearchConfig
 from beamsearch.schema import CheckResult, Kernel, RunSpec, Timing, TimingResult, Verdict
 from beamsearch.state import BeamEntry, Task
 from tests.conftest import DATA
-from workers import task as task_module
-from workers.task import WorkerContext, run_task
+from workers.actor import task as task_module
+from workers.actor.task import WorkerContext, run_task
 
 START = DATA / "search" / "input_kernel.py"
 

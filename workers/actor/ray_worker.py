@@ -1,4 +1,4 @@
-"""The Ray actor: a thin shell that runs workers.task functions on the GPU (or GPU share) Ray gave it.
+"""The Ray actor: a thin shell that runs workers.actor.task functions on the GPU (or GPU share) Ray gave it.
 
 Ray sets CUDA_VISIBLE_DEVICES for an actor with ``num_gpus``; the children it starts inherit it, so
 "cuda" in a child is this actor's GPU. The actor itself never initialises CUDA.
@@ -16,14 +16,14 @@ import ray
 from beamsearch.schema import DeviceFacts, RunSpec
 from beamsearch.state import Baseline, BeamEntry, FinalTiming, Task, TaskResult
 from profiling.ncu import start_ncu_spare
-from workers import task as task_fns
-from workers.child_process import descendants, start_spares
+from workers.actor import task as task_fns
+from workers.harness.child_process import descendants, start_spares
 
 
 class SearchWorker:
     def __init__(self, name: str, on_gpu: bool = False) -> None:
         self.ctx = task_fns.WorkerContext(name)
-        start_spares(["workers.verify_child", "workers.timing_child"], "cuda" if on_gpu else "cpu")
+        start_spares(["workers.harness.verify_child", "workers.harness.timing_child"], "cuda" if on_gpu else "cpu")
 
     def where(self) -> str:
         gpus = os.environ.get("CUDA_VISIBLE_DEVICES", "")

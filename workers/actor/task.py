@@ -36,14 +36,14 @@ from profiling.ncu import profile_kernel
 from profiling.roofline import classify
 from profiling.work import judge_time
 from prompts.records import Reflection
-from workers.gpu_lock import gpu_memory
-from workers.llm_client import MAX_WAIT_S, LLMClient, LLMConfig
-from workers.llm_service import ServiceClient, SharedDiagnosis, find_llm_service
+from workers.harness.gpu_lock import gpu_memory
+from workers.harness.timing import time_target
+from workers.harness.verify import verify_kernel
 from workers.proposers.llm import LLMProposer
+from workers.proposers.llm_client import MAX_WAIT_S, LLMClient, LLMConfig
+from workers.proposers.llm_service import ServiceClient, SharedDiagnosis, find_llm_service
 from workers.proposers.replay import ReplayProposer
 from workers.proposers.rules import rules_diagnosis
-from workers.timing import time_target
-from workers.verify import verify_kernel
 
 LLM_SHARE = 0.75  # of a task's timeout, for its requests to the model
 CPU_STAND_IN_GPU = "NVIDIA H100 80GB HBM3"  # peaks quoted to a model on CPU runs, which have none
@@ -505,6 +505,6 @@ def versions(device: str) -> dict[str, str]:
     """Versions for the summary: the GPU, its driver, CUDA, torch, triton, Python, beamsearch and Ray."""
     import ray
 
-    from workers.environment import environment
+    from workers.harness.environment import environment
 
     return environment(device) | {"ray": ray.__version__}
