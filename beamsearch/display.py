@@ -46,7 +46,7 @@ class Display:
         if self.quiet:
             print(json.dumps(record, default=str), file=sys.stdout, flush=True)
         elif kind in ("start", "verify_slots", "baseline", "retime", "retime_note", "interrupted", "resume", "worker_lost",
-                      "task_timeout", "model_lost", "not_tried"):
+                      "task_timeout", "model_lost", "not_tried", "compiler_seed"):
             self.console.print(f"[bold]{kind}[/]: " + ", ".join(f"{k}={_short(v)}" for k, v in data.items()))
         self._refresh()
 

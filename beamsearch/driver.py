@@ -49,7 +49,11 @@ from beamsearch.state import (
     TaskResult,
 )
 from beamsearch.trace import TraceWriter
+from workers.actor.task import RECORD_TIMEOUT_S
+from workers.proposers.compile_seed import SeedResult
 from workers.proposers.searcher import Searcher
+
+COMPILER_SEED_ID = "compiler-seed"
 
 
 class SearchError(RuntimeError):
@@ -94,6 +98,40 @@ class Driver:
         self.state = state.model_copy(update={"beam": [entry], "input": entry, "baselines": baselines, "floor": floor,
                                               "gpu_name": facts.gpu_name, "config": config, "seen": seen, "fastest_compiled": fastest, "history": history,
                                               "started_at": time.time()})  # fmt: skip
+        self._save()
+        if config.compiler_seed or config.compiler_recording:
+            self._add_compiler_seed()
+
+    def _add_compiler_seed(self) -> None:
+        """torch.compile's own kernels as a second starting point (``--compiler-seed``): verified, timed and
+        profiled like the input, and kept in the beam beside it when it passes, so the optimiser tunes
+        Inductor's configs too. A seed that is unavailable (an extern library call, the CPU) or fails is
+        reported, and the run goes on from the input."""
+        state, config = self.state, self.state.config
+        self.display.event("compiler_seed", status="reading" if config.compiler_recording else "compiling")
+        seed: SeedResult = self.pool.call("compiler_seed", state.spec, config.compiler_recording,
+                                          timeout_s=RECORD_TIMEOUT_S + 60)  # fmt: skip
+        if not seed.available:
+            self.display.event("compiler_seed", status="unavailable", reason=seed.unavailable)
+            return
+        configs = "; ".join(f"{name} {cfg}" for name, cfg in seed.configs.items())
+        kernel = Kernel(source=seed.source, origin="compiler", note=f"torch.compile max-autotune's kernels ({configs})")
+        placeholder = BeamEntry(id=COMPILER_SEED_ID, kernel=kernel, median_ms=0.0, round=0)
+        task = Task(id=COMPILER_SEED_ID, round=0, direction=0, parent=placeholder, spec=state.spec, config=config,
+                    floor=state.floor)  # fmt: skip
+        result = next(self.pool.run([task], config.task_timeout_s, method="measure_input", notify=self.display.event))
+        seen, fastest = {**state.seen}, {**state.fastest_compiled}
+        result = mark_same_compiled(mark_duplicate(result, seen), fastest)
+        self.trace.write_candidate(result, self.problem)
+        self.display.candidate(result)
+        if entry_of(result) is None:
+            self.display.event("compiler_seed", status=result.status, reason=result.reason[:400])
+            return
+        history = [*state.history, *[a for a in [attempt_of(result)] if a is not None]]
+        beam = select_beam(state.beam, [result], config.beam_width)
+        self.display.event("compiler_seed", status="in the beam" if any(e.id == COMPILER_SEED_ID for e in beam)
+                           else "slower than the input: not kept", median_ms=result.median_ms)  # fmt: skip
+        self.state = state.model_copy(update={"beam": beam, "seen": seen, "fastest_compiled": fastest, "history": history})
         self._save()
 
     def _with_verify_slots(self, start: TaskResult, facts: DeviceFacts) -> SearchConfig:

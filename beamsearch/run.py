@@ -54,7 +54,7 @@ def parse_args(argv: list[str] | None) -> tuple[SearchConfig, bool, set[str]]:
     p.add_argument("--config", help="a JSON or TOML file of options (same names, with underscores)")
     p.add_argument("--resume", action="store_true", help="continue a run after its last finished round: the one in "
                    "--out, else the problem's latest under runs/")  # fmt: skip
-    for name in ("kernel", "out", "llm", "api_base", "replay", "device", "address"):
+    for name in ("kernel", "out", "llm", "api_base", "replay", "device", "address", "compiler_recording"):
         p.add_argument(f"--{name.replace('_', '-')}", dest=name, default=None, help=fields[name].description)
     for name in ("rounds", "workers", "beam_width", "directions", "candidates_per_round", "budget_candidates", "seed",
                  "refine_tries", "verify_per_gpu"):
@@ -77,6 +77,8 @@ def parse_args(argv: list[str] | None) -> tuple[SearchConfig, bool, set[str]]:
     p.add_argument("--budget-minutes", dest="budget_minutes", type=_minutes, default=None,
                    help=fields["budget_minutes"].description + " (default auto)")
     p.add_argument("--sweep", action="store_true", default=None, help=fields["sweep"].description)
+    p.add_argument("--compiler-seed", dest="compiler_seed", action="store_true", default=None,
+                   help=fields["compiler_seed"].description)  # fmt: skip
     p.add_argument("--quiet", action="store_true", default=None, help=fields["quiet"].description)
     args = p.parse_args(argv)
     values: dict = {}

@@ -324,7 +324,7 @@ BenchReport.model_rebuild()
 
 # ----------------------------------------------------------------------------------------- proposers
 
-KernelOrigin = Literal["input", "llm", "tuner", "replay"]
+KernelOrigin = Literal["input", "llm", "tuner", "replay", "compiler"]
 
 
 class Kernel(Record):

@@ -18,6 +18,7 @@ from beamsearch.state import Baseline, BeamEntry, FinalTiming, Task, TaskResult
 from profiling.ncu import start_ncu_spare
 from workers.actor import task as task_fns
 from workers.harness.child_process import descendants, start_spares
+from workers.proposers.compile_seed import SeedResult
 
 
 class SearchWorker:
@@ -48,6 +49,9 @@ class SearchWorker:
 
     def device_facts(self, spec: RunSpec) -> DeviceFacts:
         return task_fns.device_facts(spec)
+
+    def compiler_seed(self, spec: RunSpec, recording: str | None) -> SeedResult:
+        return task_fns.compiler_seed(spec, recording)
 
     def versions(self, device: str) -> dict[str, str]:
         return task_fns.versions(device)

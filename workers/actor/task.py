@@ -12,6 +12,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import socket
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -39,6 +41,7 @@ from prompts.records import Reflection
 from workers.harness.gpu_lock import gpu_memory
 from workers.harness.timing import time_target
 from workers.harness.verify import verify_kernel
+from workers.proposers.compile_seed import SeedResult, seed_from_recording
 from workers.proposers.llm import LLMProposer
 from workers.proposers.llm_client import MAX_WAIT_S, LLMClient, LLMConfig
 from workers.proposers.llm_service import ServiceClient, SharedDiagnosis, find_llm_service
@@ -312,6 +315,32 @@ def device_facts(spec: RunSpec) -> DeviceFacts:
         return DeviceFacts(floor=problem_floor(spec, name), gpu_name=name, memory_gb=memory_gb)
     except UnknownGpu as e:
         return DeviceFacts(floor=None, gpu_name=name, floor_note=str(e), memory_gb=memory_gb)
+
+
+RECORD_TIMEOUT_S = 900.0  # max-autotune of a matmul takes about a minute; a pointwise kernel, seconds
+RECORDER = Path(__file__).resolve().parents[2] / "scripts" / "record_inductor.py"
+
+
+def compiler_seed(spec: RunSpec, recording: str | None) -> SeedResult:
+    """The compiler seed: Inductor's kernels for the problem, standalone (``workers.proposers.compile_seed``),
+    from ``recording`` when given, else from a recording made now by torch.compile in a process of its own
+    (the problem's model runs there; no candidate does). Never raises: what goes wrong is the reason."""
+    if recording:
+        return seed_from_recording(Path(recording))
+    if not spec.device.startswith("cuda"):
+        return SeedResult(unavailable="on the CPU Inductor writes C++, not Triton: record the problem on a GPU with "
+                                      "scripts/record_inductor.py and pass the folder with --compiler-recording")  # fmt: skip
+    out = Path(tempfile.mkdtemp(prefix="beamsearch-inductor-"))
+    command = [sys.executable, str(RECORDER), "--problem", spec.problem_path, "--out", str(out), "--dtype", spec.dtype]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=RECORD_TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired:
+        return SeedResult(unavailable=f"torch.compile did not finish within {RECORD_TIMEOUT_S:.0f} s")
+    folders = [f for f in out.iterdir() if f.is_dir()]
+    if done.returncode != 0 or len(folders) != 1:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+        return SeedResult(unavailable=f"torch.compile failed (exit {done.returncode}): {' | '.join(tail)}"[:600])
+    return seed_from_recording(folders[0])
 
 
 def retime(spec: RunSpec, entries: list[BeamEntry], ctx: WorkerContext, rounds: int = 2) -> list[FinalTiming]:
