@@ -8,7 +8,8 @@ was cut short, and runs only the tasks that are missing.
 Without a model or a replay the round's candidates come from the offline optimiser (``Optimiser``): as
 many as the workers can take, planned here from the searchers of the beam's knob spaces, each result fed
 back to its searcher. The run stops after its rounds, its budget (candidates or minutes), or when every
-searcher's space is exhausted.
+searcher's space is exhausted. With a model or a replay a round is a portfolio: the model's tasks, and as
+many knob variants of the model's kernels in the beam (none in a round whose beam holds none).
 
 A model's reply may hold several kernels: its task tries the first and hands the others back, and each
 becomes a task of its own (``Handback``), in the same round while it has places, else the next.
@@ -54,6 +55,7 @@ from workers.proposers.compile_seed import SeedResult
 from workers.proposers.searcher import Searcher
 
 COMPILER_SEED_ID = "compiler-seed"
+MODEL_ORIGINS = ("llm", "replay")  # kernels whose knobs a portfolio round tunes beside the model's proposals
 
 
 class SearchError(RuntimeError):
@@ -178,11 +180,10 @@ class Driver:
     def _candidates(self) -> int:
         return sum(r.tasks for r in self.state.rounds)
 
-    def _optimiser(self) -> Optimiser | None:
-        """The offline optimiser, from the saved state; None when a model or a replay proposes."""
+    def _optimiser(self) -> Optimiser:
+        """The optimiser, from the saved state: it plans every candidate of an offline round, and tunes a
+        model's (or a replay's) kernels beside its proposals (``run_round``)."""
         state, config = self.state, self.state.config
-        if config.llm or config.replay:
-            return None
         rounds_left = (config.rounds - state.round) * self._round_size(offline=True)
         left = rounds_left if config.budget_candidates is None else min(rounds_left, config.budget_candidates - self._candidates())
         # A sweep is the searcher's exhaustive strategy run to the end: every point but those above a learned
@@ -205,11 +206,17 @@ class Driver:
         """One round; False (and nothing recorded) when it has no candidate to try."""
         start = time.time()
         optimiser = self._optimiser()
-        size = self._round_size(offline=optimiser is not None)
+        proposing = bool(self.state.config.llm or self.state.config.replay)
+        size = self._round_size(offline=not proposing)
         # kernels handed back in an earlier round that had no place for them come first: they are paid for
         carried = [task_of(p, self.state, round_) for p in self.state.pending[:size]]
         new = size - len(carried)
-        planned_now = optimiser.plan(self.state, round_, new) if optimiser else plan_round(self.state, round_)[:new]
+        if proposing:  # a portfolio: the model's ideas, and the knobs of the kernels it made that the beam kept
+            planned_now = plan_round(self.state, round_)[:new]
+            tuning = self._tuning_share(len(carried) + len(planned_now))
+            planned_now += optimiser.plan(self.state, round_, tuning, roots=MODEL_ORIGINS, prefix="u") if tuning else []
+        else:
+            planned_now = optimiser.plan(self.state, round_, new)
         tasks = carried + planned_now
         if not tasks:
             return False
@@ -224,8 +231,7 @@ class Driver:
         reused = sorted(done.values(), key=lambda r: r.finished_at)  # in the order they came back
         while reused:
             r = mark_same_compiled(mark_duplicate(reused.pop(0), seen), fastest)
-            if optimiser:
-                optimiser.observe(r)
+            optimiser.observe(r)
             results.append(r)
             reused += handback.take(r, seen)[1]
         self.display.round_start(round_, len(tasks) + handback.taken, reused=len(results))
@@ -249,8 +255,7 @@ class Driver:
             result = self._with_model_log(result)
             self._watch_model(result, round_)
             result = mark_same_compiled(mark_duplicate(result, seen), fastest)
-            if optimiser:
-                optimiser.observe(result)
+            optimiser.observe(result)
             taken = handback.taken
             result = handback.recover(result, seen)
             notes, _ = handback.take(result, seen)  # a new result's handed-back kernels have not run yet
@@ -263,6 +268,11 @@ class Driver:
         self._finish_round(round_, results, profiles, seen, fastest, start, last_candidate_at, optimiser,
                            handback.pending)  # fmt: skip
         return True
+
+    def _tuning_share(self, model_tasks: int) -> int:
+        """A portfolio round's knob variants: as many as the model's tasks, within the candidate budget."""
+        budget = self.state.config.budget_candidates
+        return model_tasks if budget is None else max(0, min(model_tasks, budget - self._candidates() - model_tasks))
 
     def _places_left(self, size: int, planned: int) -> int:
         """How many handed-back kernels a round of ``size`` places with ``planned`` tasks may try besides: as
