@@ -329,7 +329,7 @@ def best_round_text(run: Run) -> str:
         lines += ["", "The beam and the input re-timed side by side at the end (the best is chosen here, among "
                   "re-timings that passed; one that failed a check was timed again alone):", "",
                   md_table(("kernel", "median ms", "status", "first re-timing failed"),
-                           [[f"`{t.id}`", fmt_ms(t.median_ms), t.status, t.retried_alone_after or "-"]
+                           [[f"`{t.id}`", fmt_ms(t.median_ms), t.outcome, t.retried_alone_after or "-"]
                             for t in run.summary.final_retime])]  # fmt: skip
         notes = [t.note for t in run.summary.final_retime if t.note]
         lines += ["", *[f"- {note}" for note in notes]] if notes else []

@@ -7,9 +7,9 @@ BeamState, which is saved after every round as the resume point.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from beamsearch.config import SearchConfig
 from beamsearch.llm_records import Exchange
@@ -23,6 +23,7 @@ from beamsearch.schema import (
     Roofline,
     RunSpec,
     TimingResult,
+    TimingStatus,
     Verdict,
 )
 from beamsearch.search_records import KnobSpace, SearcherState
@@ -139,8 +140,16 @@ class Baseline(Record):
     label: str
     target: str
     median_ms: float | None
-    status: str
+    status: TimingStatus = Field(description="the timing's status: only ``ok`` has a time")
     reason: str = ""
+
+
+FinalStatus = Literal[
+    "ok",  # a re-timing passed (alone, after any failure): the finalist has a time and can be crowned
+    "failed",  # failed, alone too
+    "inconclusive",  # failed alone too, only checks other processes on the GPU can fail: not ranked, not
+    # held against the kernel
+]
 
 
 class RoundRecord(Record):
@@ -234,11 +243,20 @@ class FinalTiming(Record):
 
     id: str
     median_ms: float | None
-    status: str = Field(description="ok; failed: <reason>; or inconclusive: <reason> (failed alone only checks "
-                        "other processes on the GPU can fail: not ranked, not held against the kernel)")
+    status: FinalStatus
+    reason: str = Field("", description="why a finalist has no time; empty when ``ok``")
     medians_ms: list[float] = Field([], description="the passing re-timings' medians (the interleaved ones and "
                                     "the one alone), of which median_ms is the median")
     retried_alone_after: str = Field("", description="the first re-timing that failed: status and reason")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _reason_apart(cls, data: Any) -> Any:
+        """Older summaries wrote the reason into the status (``failed: <reason>``): split it off."""
+        if isinstance(data, dict) and isinstance(data.get("status"), str) and ": " in data["status"]:
+            status, reason = data["status"].split(": ", 1)
+            return {**data, "status": status, "reason": data.get("reason") or reason}
+        return data
 
     @property
     def crowned_ms(self) -> float | None:
@@ -249,11 +267,16 @@ class FinalTiming(Record):
     def note(self) -> str:
         """What happened to a finalist whose re-timing did not simply pass; empty when it did."""
         if not self.retried_alone_after:
-            return "" if self.status == "ok" else f"{self.id}: {self.status}; not crowned"
+            return "" if self.status == "ok" else f"{self.id}: {self.outcome}; not crowned"
         first = f"{self.id}: a re-timing failed ({self.retried_alone_after}); timed again alone, "
         if self.crowned_ms is not None:
             return first + f"it passed: {self.crowned_ms:.4g} ms counts"
-        return first + f"{self.status}; not crowned"
+        return first + f"{self.outcome}; not crowned"
+
+    @property
+    def outcome(self) -> str:
+        """The status with its reason, as one line for tables and notes."""
+        return f"{self.status}: {self.reason}" if self.reason else self.status
 
 
 class Summary(Record):

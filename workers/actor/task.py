@@ -338,12 +338,13 @@ def final_timing(spec: RunSpec, cand_id: str, path: str, results: list[TimingRes
         again = time_alone(spec, path)
         if again.median_ms is None:
             verdict = "inconclusive" if disturbed_by_other_jobs(spec, again) else "failed"
-            return FinalTiming(id=cand_id, median_ms=None, status=f"{verdict}: {_status_line(again)}"[:300],
+            return FinalTiming(id=cand_id, median_ms=None, status=verdict, reason=_status_line(again),
                                medians_ms=medians, retried_alone_after=first)  # fmt: skip
         medians.append(again.median_ms)
-    median = sorted(medians)[len(medians) // 2] if medians else None
-    status = "ok" if medians else "failed: not timed"
-    return FinalTiming(id=cand_id, median_ms=median, status=status, medians_ms=medians, retried_alone_after=first)
+    if not medians:
+        return FinalTiming(id=cand_id, median_ms=None, status="failed", reason="not timed", retried_alone_after=first)
+    median = sorted(medians)[len(medians) // 2]
+    return FinalTiming(id=cand_id, median_ms=median, status="ok", medians_ms=medians, retried_alone_after=first)
 
 
 def time_alone(spec: RunSpec, path: str, **knobs: object) -> TimingResult:
