@@ -15,6 +15,7 @@ import socket
 import tempfile
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from beamsearch.config import SearchConfig
@@ -31,7 +32,7 @@ from beamsearch.schema import (
     TimingResult,
     Verdict,
 )
-from beamsearch.state import Baseline, BeamEntry, FinalTiming, Task, TaskResult, VerifyTry
+from beamsearch.state import Baseline, BeamEntry, FinalTiming, Task, TaskResult, TaskStatus, VerifyTry
 from profiling.ncu import profile_kernel
 from profiling.roofline import classify
 from profiling.work import judge_time
@@ -158,7 +159,7 @@ def inconclusive(spec: RunSpec, timing: TimingResult) -> bool:
     return bool(timing.retried_alone_after) and disturbed_by_other_jobs(spec, timing)
 
 
-def _untimed_status(spec: RunSpec, timing: TimingResult) -> str:
+def _untimed_status(spec: RunSpec, timing: TimingResult) -> TaskStatus:
     return "inconclusive" if inconclusive(spec, timing) else "not_timed"
 
 
@@ -175,11 +176,38 @@ def profile_candidate(spec: RunSpec, path: str, seed: int) -> Profile:
         return profile_kernel(spec, path, seed=seed)
 
 
+@dataclass(frozen=True)
+class _TaskFacts:
+    """What every result of a search task carries, whatever became of its candidate: the task, the
+    parent's profile and diagnosis, and the proposer's reply (its other kernels, its notes, its exchanges)."""
+
+    task: Task
+    worker: str
+    parent_profile: Profile | None
+    parent_roofline: Roofline | None
+    shared: SharedDiagnosis
+    handed_back: list[Kernel]
+    llm: LLMProposer | None
+
+    def result(self, status: TaskStatus, reason: str, *, kernel: Kernel | None = None,
+               tries: list[VerifyTry] | None = None, timing: TimingResult | None = None,
+               gpu_measure_s: float = 0.0, pct_of_floor: float | None = None,
+               reflection: Reflection | None = None, lesson: str = "") -> TaskResult:  # fmt: skip
+        t = self.task
+        return TaskResult(
+            task_id=t.id, parent_id=t.parent.id, round=t.round, direction=t.direction, parent_ms=t.parent.median_ms,
+            worker=self.worker, status=status, reason=reason, kernel=kernel, tries=tries or [], timing=timing,
+            parent_profile=self.parent_profile, parent_roofline=self.parent_roofline,
+            diagnosis=self.shared.diagnosis, diagnosis_by=self.shared.task_id,
+            shared_diagnosis=self.shared.exchanges, from_task=t.from_task, handed_back=self.handed_back,
+            reply_notes=self.llm.reply_notes if self.llm else [], exchanges=_exchanges(self.llm),
+            gpu_measure_s=gpu_measure_s, pct_of_floor=pct_of_floor, reflection=reflection, lesson=lesson,
+        )  # fmt: skip
+
+
 def run_task(task: Task, ctx: WorkerContext) -> TaskResult:
     stages = Stages()
     config, spec, parent = task.config, task.spec, task.parent
-    common = dict(task_id=task.id, parent_id=parent.id, round=task.round, direction=task.direction,
-                  parent_ms=parent.median_ms, worker=f"{ctx.host}/{ctx.name}")  # fmt: skip
     with stages("profile_parent"):
         parent_profile, parent_roofline = parent_measure(parent, spec, config.profile, ctx)
     llm = make_llm(config, spec, task.id) if config.llm else None
@@ -187,16 +215,14 @@ def run_task(task: Task, ctx: WorkerContext) -> TaskResult:
         shared = diagnose(parent, parent_profile, parent_roofline, task.floor, llm, spec, ctx, task.id,
                           wait_s=_longest_diagnosis_s(config))  # fmt: skip
     diagnosis = shared.diagnosis
-    common |= dict(parent_profile=parent_profile, parent_roofline=parent_roofline, diagnosis=diagnosis,
-                   diagnosis_by=shared.task_id, shared_diagnosis=shared.exchanges)  # fmt: skip
 
     with stages("propose"):
         kernels = [task.kernel] if task.kernel else propose(task, diagnosis, llm)
     # one task, one candidate: a reply's other kernels go back to the driver, which makes each a task
-    common |= dict(from_task=task.from_task, handed_back=kernels[1:], reply_notes=llm.reply_notes if llm else [])  # fmt: skip
+    facts = _TaskFacts(task=task, worker=f"{ctx.host}/{ctx.name}", parent_profile=parent_profile,
+                       parent_roofline=parent_roofline, shared=shared, handed_back=kernels[1:], llm=llm)  # fmt: skip
     if not kernels:
-        return _done(TaskResult(status="no_proposal", reason=_no_proposal_reason(config, llm), **common,
-                                exchanges=_exchanges(llm)), stages)  # fmt: skip
+        return _done(facts.result("no_proposal", _no_proposal_reason(config, llm)), stages)
     kernel = kernels[0]
 
     seeds = task_seeds(task.id, config.seed)
@@ -214,21 +240,20 @@ def run_task(task: Task, ctx: WorkerContext) -> TaskResult:
         if refined is None:
             break
         kernel = refined
-    common |= dict(kernel=kernel, tries=tries)
     if not verdict.passed:
         with stages("reflect"):
             reflection = _reflect(llm, diagnosis, task, parent, kernel, None, verdict)
         lesson = _lesson(reflection) or f"{kernel.note}: rejected ({verdict.status}: {verdict.reason[:160]})"
-        return _done(TaskResult(status="rejected", reason=f"{verdict.status}: {verdict.reason}", lesson=lesson,
-                                reflection=reflection, exchanges=_exchanges(llm), **common), stages)  # fmt: skip
+        return _done(facts.result("rejected", f"{verdict.status}: {verdict.reason}", kernel=kernel, tries=tries,
+                                  lesson=lesson, reflection=reflection), stages)  # fmt: skip
 
     with stages("time"):
         timing = time_candidate(spec, path, seeds[0], verdict, task.screen_above_ms)
     gpu_s = _held_s(timing)
     ms = timing.median_ms
     if ms is None:
-        return _done(TaskResult(status=_untimed_status(spec, timing), reason=_untimed_reason(spec, timing), timing=timing,
-                                gpu_measure_s=gpu_s, exchanges=_exchanges(llm), **common), stages)  # fmt: skip
+        return _done(facts.result(_untimed_status(spec, timing), _untimed_reason(spec, timing), kernel=kernel,
+                                  tries=tries, timing=timing, gpu_measure_s=gpu_s), stages)  # fmt: skip
     pct, suspect = judge_time(task.floor, ms) if task.floor and spec.device.startswith("cuda") else (None, False)
 
     with stages("reflect"):
@@ -239,8 +264,8 @@ def run_task(task: Task, ctx: WorkerContext) -> TaskResult:
     if timing.timing.screened_above_ms is not None:
         reason += (f"; timing stopped after {timing.timing.n} repetitions, slower than the "
                    f"{timing.timing.screened_above_ms:.4f} ms the beam asked for")  # fmt: skip
-    return _done(TaskResult(status=status, reason=reason, timing=timing, pct_of_floor=pct, reflection=reflection,
-                            lesson=lesson, exchanges=_exchanges(llm), gpu_measure_s=gpu_s, **common), stages)  # fmt: skip
+    return _done(facts.result(status, reason, kernel=kernel, tries=tries, timing=timing, pct_of_floor=pct,
+                              reflection=reflection, lesson=lesson, gpu_measure_s=gpu_s), stages)  # fmt: skip
 
 
 def profile_beam_kernel(task: Task, ctx: WorkerContext) -> TaskResult:
@@ -263,28 +288,35 @@ def measure_input(task: Task, ctx: WorkerContext) -> TaskResult:
     """Round 0: the starting kernel, verified, timed and profiled like any candidate (its ``parent``)."""
     stages = Stages()
     spec, kernel = task.spec, task.parent.kernel
-    common = dict(task_id=task.id, parent_id="", round=0, direction=0, kernel=kernel, worker=f"{ctx.host}/{ctx.name}")
+    worker = f"{ctx.host}/{ctx.name}"
+
+    def result(status: TaskStatus, reason: str, tries: list[VerifyTry], timing: TimingResult | None = None,
+               profile: Profile | None = None, roofline: Roofline | None = None, pct_of_floor: float | None = None,
+               gpu_measure_s: float = 0.0) -> TaskResult:  # fmt: skip
+        return _done(TaskResult(task_id=task.id, parent_id="", round=0, direction=0, kernel=kernel, worker=worker,
+                                status=status, reason=reason, tries=tries, timing=timing, profile=profile,
+                                roofline=roofline, pct_of_floor=pct_of_floor, gpu_measure_s=gpu_measure_s), stages)  # fmt: skip
+
     path = ctx.kernel_file(task.id, kernel)
     seeds = task_seeds(task.id, task.config.seed)
     with stages("verify"):
         verdict = verify_candidate(spec, path, seeds, task.config.verify_per_gpu or 1)
     tries = [VerifyTry(kernel=kernel, verdict=verdict)]
     if not verdict.passed:
-        return _done(TaskResult(status="rejected", reason=f"{verdict.status}: {verdict.reason}", tries=tries, **common), stages)
+        return result("rejected", f"{verdict.status}: {verdict.reason}", tries)
     with stages("time"):
         timing = time_candidate(spec, path, seeds[0], verdict)
     if timing.median_ms is None:
-        return _done(TaskResult(status=_untimed_status(spec, timing), reason=_untimed_reason(spec, timing), tries=tries,
-                                timing=timing, **common), stages)  # fmt: skip
+        return result(_untimed_status(spec, timing), _untimed_reason(spec, timing), tries, timing)
     profile, roofline = None, None
     if task.config.profile and spec.device.startswith("cuda"):
         with stages("profile"):
             profile = profile_candidate(spec, path, seeds[0])
         roofline = classify(profile.combined) if profile.available else None
     pct = judge_time(task.floor, timing.median_ms)[0] if task.floor and spec.device.startswith("cuda") else None
-    return _done(TaskResult(status="ok", reason=f"{timing.median_ms:.4f} ms", tries=tries, timing=timing,
-                            profile=profile, roofline=roofline, pct_of_floor=pct, gpu_measure_s=_held_s(timing)
-                            + (profile.duration_s if profile and profile.available else 0.0), **common), stages)  # fmt: skip
+    held_s = _held_s(timing) + (profile.duration_s if profile and profile.available else 0.0)
+    return result("ok", f"{timing.median_ms:.4f} ms", tries, timing, profile=profile, roofline=roofline,
+                  pct_of_floor=pct, gpu_measure_s=held_s)  # fmt: skip
 
 
 def time_baselines(spec: RunSpec, targets: list[str]) -> list[Baseline]:
