@@ -43,6 +43,8 @@ from beamsearch.state import (
     BeamState,
     FinalTiming,
     PendingKernel,
+    ProfileJob,
+    ProfileResult,
     RoundRecord,
     Summary,
     Task,
@@ -199,14 +201,15 @@ class Driver:
             # self.state.config, not config: a model lost mid-round (on_model_lost offline) drops the llm
             return task.model_copy(update={"screen_above_ms": screen, "config": self.state.config})
 
-        def spare_work() -> tuple[Task, str] | None:  # handed-back kernels first, then the beam's profiles
+        def spare_work() -> Task | ProfileJob | None:  # handed-back kernels first, then the beam's profiles
             task = handback.next_task()
-            return (hand_out(task), "run") if task is not None else profiles.next_job()
+            return hand_out(task) if task is not None else profiles.next_job()
 
         last_candidate_at = start
         for result in self.pool.run(todo, config.task_timeout_s, notify=self.display.event,
                                     spare_work=spare_work, hand_out=hand_out):  # fmt: skip
-            if profiles.take(result):
+            if isinstance(result, ProfileResult):
+                profiles.take(result)
                 continue
             result = self._with_model_log(result)
             self._watch_model(result, round_)
@@ -255,7 +258,8 @@ class Driver:
             profile_s=sum(r.stage_s.get("profile", 0.0) for r in profiled), profiles=len(profiled),
             profiles_unused=profiles.unused(beam),
             screened=sum(r.screened for r in results), inconclusive=sum(r.status == "inconclusive" for r in results),
-            gpu_measure_s=sum(r.gpu_measure_s for r in results + profiled), tokens=sum(r.tokens for r in results),
+            gpu_measure_s=sum(r.gpu_measure_s for r in results) + sum(p.gpu_measure_s for p in profiled),
+            tokens=sum(r.tokens for r in results),
             cost_usd=sum(r.cost_usd for r in results),
         )  # fmt: skip
         self.trace.write_round(record, best, self.problem)

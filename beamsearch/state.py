@@ -136,6 +136,30 @@ class TaskResult(Record):
         return sum(e.call.cost_usd for e in self.exchanges)
 
 
+class ProfileJob(Record):
+    """An ncu profile of a kernel the round keeps in the beam (``beamsearch.beam_profiles``): the next
+    round's tasks start from it. Not a candidate: it proposes, verifies and times nothing."""
+
+    id: str = Field(description="unique in the run: r<round>-profile-<the kernel's id>")
+    round: int
+    entry: BeamEntry = Field(description="the kernel to profile")
+    spec: RunSpec
+
+
+class ProfileResult(Record):
+    """What a profile job came to: the profile, or one that is unavailable and says why (ncu failed, the
+    job's worker died twice, it timed out)."""
+
+    job_id: str
+    kernel_id: str = Field(description="the beam entry profiled")
+    profile: Profile
+    roofline: Roofline | None = None
+    worker: str = Field("", description="node and device the job ran on")
+    stage_s: dict[str, float] = Field({}, description="wall seconds per stage: profile")
+    gpu_measure_s: float = Field(0.0, description="seconds of the ncu child run; 0 when the worker had the profile")
+    finished_at: float = 0.0
+
+
 class Baseline(Record):
     label: str
     target: str

@@ -32,7 +32,17 @@ from beamsearch.schema import (
     TimingResult,
     Verdict,
 )
-from beamsearch.state import Baseline, BeamEntry, FinalTiming, Task, TaskResult, TaskStatus, VerifyTry
+from beamsearch.state import (
+    Baseline,
+    BeamEntry,
+    FinalTiming,
+    ProfileJob,
+    ProfileResult,
+    Task,
+    TaskResult,
+    TaskStatus,
+    VerifyTry,
+)
 from profiling.ncu import profile_kernel
 from profiling.roofline import classify
 from profiling.work import judge_time
@@ -268,20 +278,20 @@ def run_task(task: Task, ctx: WorkerContext) -> TaskResult:
                               reflection=reflection, lesson=lesson, gpu_measure_s=gpu_s), stages)  # fmt: skip
 
 
-def profile_beam_kernel(task: Task, ctx: WorkerContext) -> TaskResult:
-    """ncu's profile of a kernel the round kept in the beam (``task.parent``): it guides the tasks that
+def profile_beam_kernel(job: ProfileJob, ctx: WorkerContext) -> ProfileResult:
+    """ncu's profile of a kernel the round kept in the beam (``job.entry``): it guides the tasks that
     start from it. Only beam kernels are profiled (``beamsearch.beam_profiles`` picks them while the round's
     last tasks run), so no task waits on ncu for a kernel that never becomes a parent."""
     stages = Stages()
-    entry = task.parent
+    entry = job.entry
     cached = entry.profile is not None or entry.kernel.hash in ctx.profiles
     with stages("profile"):
-        profile, roofline = parent_measure(entry, task.spec, True, ctx)
-    available = profile is not None and profile.available
-    return _done(TaskResult(task_id=task.id, parent_id=entry.id, round=task.round, direction=0, status="ok",
-                            reason="profiled" if available else (profile.reason if profile else "not profiled"),
-                            kernel=entry.kernel, profile=profile, roofline=roofline, worker=f"{ctx.host}/{ctx.name}",
-                            gpu_measure_s=profile.duration_s if available and not cached else 0.0), stages)  # fmt: skip
+        profile, roofline = parent_measure(entry, job.spec, True, ctx)
+    if profile is None:  # no GPU: nothing to profile with
+        profile = Profile(available=False, reason="not profiled")
+    return ProfileResult(job_id=job.id, kernel_id=entry.id, profile=profile, roofline=roofline,
+                         worker=f"{ctx.host}/{ctx.name}", stage_s=stages.seconds, finished_at=time.time(),
+                         gpu_measure_s=profile.duration_s if profile.available and not cached else 0.0)  # fmt: skip
 
 
 def measure_input(task: Task, ctx: WorkerContext) -> TaskResult:
