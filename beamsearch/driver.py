@@ -253,7 +253,7 @@ class Driver:
         record = RoundRecord(
             round=round_, tasks=len(results), ok=len(ok), failed=sum(r.status == "failed" for r in results),
             best_id=best.task_id if best else None, best_ms=best.median_ms if best else None,
-            beam=[e.id for e in beam], running_best_ms=beam[0].median_ms if beam else None, wall_s=now - start,
+            beam=[e.id for e in beam], running_best_ms=beam[0].ranked_ms if beam else None, wall_s=now - start,
             profile_wall_s=max(0.0, now - last_candidate_at) if profiled else 0.0,
             profile_s=sum(r.stage_s.get("profile", 0.0) for r in profiled), profiles=len(profiled),
             profiles_unused=profiles.unused(beam),
@@ -317,7 +317,7 @@ class Driver:
         best_t = min(timed, key=lambda t: t.crowned_ms, default=None)
         best = next((e for e in finalists if best_t and e.id == best_t.id), None)
         input_t = next((t for t in retimed if t.id == "input"), None)
-        input_ms = input_t.crowned_ms if input_t and input_t.crowned_ms else (state.input.median_ms if state.input else None)
+        input_ms = input_t.crowned_ms if input_t and input_t.crowned_ms else (state.input.ranked_ms if state.input else None)
         best_ms = best_t.crowned_ms if best_t else None
         by_label = {b.label: b.median_ms for b in state.baselines}
         not_tried = [f"{p.id} (a kernel of {p.from_task}'s reply)" for p in state.pending]
@@ -341,7 +341,7 @@ class Driver:
         return summary
 
     def _speedup(self, ms: float | None) -> float | None:
-        return _ratio(self.state.input.median_ms if self.state.input else None, ms)
+        return _ratio(self.state.input.ranked_ms if self.state.input else None, ms)
 
     def _elapsed(self) -> float:
         return self.state.elapsed_s + time.time() - self.session_start

@@ -62,7 +62,7 @@ class Optimiser:
         beam's spaces in the order of their fastest kernel; a searcher with fewer points left gives its
         share to the others. Fewer than ``count`` (none) only when every space is exhausted."""
         for entry in [*state.beam, *([state.input] if state.input else [])]:
-            self.outcomes.setdefault(code_hash(entry.kernel.source), Outcome(time_ms=entry.median_ms))
+            self.outcomes.setdefault(code_hash(entry.kernel.source), Outcome(time_ms=entry.ranked_ms))
         parents: dict[str, BeamEntry] = {}  # search key -> the fastest beam kernel in its space
         for entry in state.beam[: state.config.beam_width]:
             key = self._search_of(entry)

@@ -203,7 +203,7 @@ def failed(job: Job, reason: str) -> JobResult:
         return ProfileResult(job_id=job.id, kernel_id=job.entry.id, profile=Profile(available=False, reason=reason),
                              finished_at=time.time())  # fmt: skip
     return TaskResult(task_id=job.id, parent_id=job.parent.id, round=job.round, direction=job.direction,
-                      status="failed", reason=reason, parent_ms=job.parent.median_ms, finished_at=time.time())  # fmt: skip
+                      status="failed", reason=reason, parent_ms=job.parent.ranked_ms, finished_at=time.time())  # fmt: skip
 
 
 def _first_line(e: BaseException) -> str:

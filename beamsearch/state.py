@@ -47,12 +47,21 @@ class BeamEntry(Record):
 
     id: str
     kernel: Kernel
-    median_ms: float
+    ranked_ms: float = Field(description="the time the beam ranks it by: the median of an in-round timing that "
+                             "passed its checks (``TaskResult.median_ms``)")
     round: int
     compiled_hash: str | None = Field(None, description="hash of the compiled code a call launches (GPU runs)")
     profile: Profile | None = None
     roofline: Roofline | None = None
     diagnosis: Diagnosis | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_name(cls, data: Any) -> Any:
+        """State and trace files written before the rename call ``ranked_ms`` ``median_ms``."""
+        if isinstance(data, dict) and "median_ms" in data and "ranked_ms" not in data:
+            return {("ranked_ms" if k == "median_ms" else k): v for k, v in data.items()}
+        return data
 
 
 class Task(Record):

@@ -76,7 +76,7 @@ def _driver(tmp_path, pool: ScriptedPool, device: str = "cuda") -> Driver:
     spec = RunSpec(problem_path="/p/problem.py", shapes="full", device=device)
     profiled_input = Profile(available=True, duration_s=1.0)
     entry = BeamEntry(id="input", kernel=Kernel(source="def kernel_function(x):\n    return x\n", origin="input"),
-                      median_ms=5.0, round=0, profile=profiled_input)  # fmt: skip
+                      ranked_ms=5.0, round=0, profile=profiled_input)  # fmt: skip
     # A replay's round: beam width x directions tasks, planned without the offline optimiser's knob spaces
     # (the scripted pool answers them; nothing reads the recorded run).
     config = SearchConfig(problem="p", beam_width=3, directions=2, rounds=1, replay="/recorded/run")
@@ -177,7 +177,7 @@ def test_a_workers_profile_job_measures_the_kernel_once(tmp_path, monkeypatch) -
     ctx = task_fns.WorkerContext("w0")
     spec = RunSpec(problem_path="/p/problem.py", shapes="full", device="cuda")
     entry = BeamEntry(id="r1-t0", kernel=Kernel(source="def kernel_function(x):\n    return x\n", origin="tuner"),
-                      median_ms=1.0, round=1)  # fmt: skip
+                      ranked_ms=1.0, round=1)  # fmt: skip
     job = ProfileJob(id="r1-profile-r1-t0", round=1, entry=entry, spec=spec)
     first, again = profile_beam_kernel(job, ctx), profile_beam_kernel(job, ctx)
     assert len(calls) == 1 and first.kernel_id == "r1-t0" and first.job_id == job.id and first.gpu_measure_s == 0.7

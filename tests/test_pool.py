@@ -122,7 +122,7 @@ def _task(id_: str):
     from beamsearch.schema import Kernel, RunSpec
     from beamsearch.state import BeamEntry, Task
 
-    entry = BeamEntry(id="input", kernel=Kernel(source="x = 1", origin="input"), median_ms=1.0, round=0)
+    entry = BeamEntry(id="input", kernel=Kernel(source="x = 1", origin="input"), ranked_ms=1.0, round=0)
     spec = RunSpec(problem_path="/p/problem.py", shapes="full", device="cpu")
     return Task(id=id_, round=1, direction=0, parent=entry, spec=spec, config=SearchConfig(problem="p"))
 

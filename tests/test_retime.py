@@ -71,7 +71,7 @@ def cuda_spec(tmp_path, monkeypatch) -> RunSpec:
 
 def _entry(cand_id: str) -> BeamEntry:
     return BeamEntry(id=cand_id, kernel=Kernel(source=f"def kernel_function(x):  # {cand_id}\n    return x\n",
-                                               origin="tuner"), median_ms=1.0, round=int(cand_id[1]) if cand_id[1:2].isdigit() else 0)  # fmt: skip
+                                               origin="tuner"), ranked_ms=1.0, round=int(cand_id[1]) if cand_id[1:2].isdigit() else 0)  # fmt: skip
 
 
 def test_a_failed_re_timing_is_retried_alone_and_only_a_pass_keeps_a_time(monkeypatch, cuda_spec) -> None:

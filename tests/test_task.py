@@ -36,7 +36,7 @@ def _run(monkeypatch, timing: TimingResult, kernel: Kernel | None = PLANNED):
     monkeypatch.setattr(task_module, "verify_candidate", verify)
     monkeypatch.setattr(task_module, "time_candidate", lambda *a, **k: timing)
     spec = RunSpec(problem_path=str(DATA / "scale_rows_problem.py"), shapes="small", device="cpu")
-    parent = BeamEntry(id="input", kernel=Kernel(source=START.read_text(), origin="input"), median_ms=5.0, round=0)
+    parent = BeamEntry(id="input", kernel=Kernel(source=START.read_text(), origin="input"), ranked_ms=5.0, round=0)
     task = Task(id="r1-t0", round=1, direction=0, parent=parent, spec=spec, config=SearchConfig(problem="p"),
                 kernel=kernel)  # fmt: skip
     result = run_task(task, WorkerContext("w0"))
@@ -79,7 +79,7 @@ def test_a_timing_disturbed_twice_is_inconclusive_not_a_failure(monkeypatch, tmp
     monkeypatch.setattr(task_module, "time_target", lambda spec, path, exclusive=False, **k: tried.append(exclusive)
                         or _contended(alone))  # fmt: skip
     spec = RunSpec(problem_path=str(DATA / "scale_rows_problem.py"), shapes="small", device="cuda")
-    parent = BeamEntry(id="input", kernel=Kernel(source=START.read_text(), origin="input"), median_ms=5.0, round=0)
+    parent = BeamEntry(id="input", kernel=Kernel(source=START.read_text(), origin="input"), ranked_ms=5.0, round=0)
     config = SearchConfig(problem="p", profile=False)
     task = Task(id="r1-t0", round=1, direction=0, parent=parent, spec=spec, config=config, kernel=PLANNED)
     result = run_task(task, WorkerContext("w0"))

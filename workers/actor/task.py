@@ -205,7 +205,7 @@ class _TaskFacts:
                reflection: Reflection | None = None, lesson: str = "") -> TaskResult:  # fmt: skip
         t = self.task
         return TaskResult(
-            task_id=t.id, parent_id=t.parent.id, round=t.round, direction=t.direction, parent_ms=t.parent.median_ms,
+            task_id=t.id, parent_id=t.parent.id, round=t.round, direction=t.direction, parent_ms=t.parent.ranked_ms,
             worker=self.worker, status=status, reason=reason, kernel=kernel, tries=tries or [], timing=timing,
             parent_profile=self.parent_profile, parent_roofline=self.parent_roofline,
             diagnosis=self.shared.diagnosis, diagnosis_by=self.shared.task_id,
@@ -268,9 +268,9 @@ def run_task(task: Task, ctx: WorkerContext) -> TaskResult:
 
     with stages("reflect"):
         reflection = _reflect(llm, diagnosis, task, parent, kernel, ms, verdict)
-    lesson = _lesson(reflection) or _tuner_lesson(kernel, parent.median_ms, ms)
+    lesson = _lesson(reflection) or _tuner_lesson(kernel, parent.ranked_ms, ms)
     status, reason = ("suspect", f"{ms:.4f} ms is faster than the floor allows ({pct:.0f} % of floor)") if suspect \
-        else ("ok", f"{ms:.4f} ms ({parent.median_ms / ms:.3f}x the parent)")  # fmt: skip
+        else ("ok", f"{ms:.4f} ms ({parent.ranked_ms / ms:.3f}x the parent)")  # fmt: skip
     if timing.timing.screened_above_ms is not None:
         reason += (f"; timing stopped after {timing.timing.n} repetitions, slower than the "
                    f"{timing.timing.screened_above_ms:.4f} ms the beam asked for")  # fmt: skip
@@ -439,7 +439,7 @@ def diagnose(parent: BeamEntry, profile: Profile | None, roofline: Roofline | No
         return SharedDiagnosis(ctx.diagnoses[key], "", [])
     made = len(llm.exchanges)
     diagnosis = llm.diagnose(parent.kernel, peaks=_peaks(spec, profile), profile=profile, roofline=roofline,
-                             floor=floor, measured_ms=parent.median_ms)  # fmt: skip
+                             floor=floor, measured_ms=parent.ranked_ms)  # fmt: skip
     worked = diagnosis.source == wanted
     if service is not None:
         service.put_diagnosis.remote(parent.kernel.hash, diagnosis if worked else None, task_id, llm.exchanges[made:])
@@ -455,7 +455,7 @@ def propose(task: Task, diagnosis: Diagnosis, llm: LLMProposer | None) -> list[K
     config, d = task.config, task.direction
     if llm is not None:
         return llm.propose(task.parent.kernel, diagnosis, task.history, direction=d,
-                           measured_ms=task.parent.median_ms, floor=task.floor)  # fmt: skip
+                           measured_ms=task.parent.ranked_ms, floor=task.floor)  # fmt: skip
     if not config.replay:
         return []
     proposer = ReplayProposer(config.replay)
@@ -503,7 +503,7 @@ def _reflect(llm, diagnosis: Diagnosis, task: Task, parent: BeamEntry, kernel: K
     if llm is None or not diagnosis.bottlenecks:
         return None
     bottleneck = diagnosis.bottlenecks[task.direction % len(diagnosis.bottlenecks)]
-    return llm.reflect(bottleneck, parent=parent.kernel, child=kernel, parent_ms=parent.median_ms, child_ms=ms,
+    return llm.reflect(bottleneck, parent=parent.kernel, child=kernel, parent_ms=parent.ranked_ms, child_ms=ms,
                        verdict=verdict)  # fmt: skip
 
 
