@@ -177,14 +177,6 @@ class Baseline(Record):
     reason: str = ""
 
 
-FinalStatus = Literal[
-    "ok",  # a re-timing passed (alone, after any failure): the finalist has a time and can be crowned
-    "failed",  # failed, alone too
-    "inconclusive",  # failed alone too, only checks other processes on the GPU can fail: not ranked, not
-    # held against the kernel
-]
-
-
 class RoundRecord(Record):
     round: int
     tasks: int
@@ -267,6 +259,14 @@ class BeamState(Record):
     gpu_name: str = ""
     started_at: float = 0.0
     elapsed_s: float = Field(0.0, description="wall seconds over all sessions of the run")
+
+
+FinalStatus = Literal[
+    "ok",  # a re-timing passed (alone, after any failure): the finalist has a time and can be crowned
+    "failed",  # failed, alone too
+    "inconclusive",  # failed alone too, only checks other processes on the GPU can fail: not ranked, not
+    # held against the kernel
+]
 
 
 class FinalTiming(Record):
