@@ -44,6 +44,8 @@ from beamsearch.state import (
     BeamState,
     FinalTiming,
     PendingKernel,
+    ProfileJob,
+    ProfileResult,
     RoundRecord,
     Summary,
     Task,
@@ -244,14 +246,15 @@ class Driver:
             # self.state.config, not config: a model lost mid-round (on_model_lost offline) drops the llm
             return task.model_copy(update={"screen_above_ms": screen, "config": self.state.config})
 
-        def spare_work() -> tuple[Task, str] | None:  # handed-back kernels first, then the beam's profiles
+        def spare_work() -> Task | ProfileJob | None:  # handed-back kernels first, then the beam's profiles
             task = handback.next_task()
-            return (hand_out(task), "run") if task is not None else profiles.next_job()
+            return hand_out(task) if task is not None else profiles.next_job()
 
         last_candidate_at = start
         for result in self.pool.run(todo, config.task_timeout_s, notify=self.display.event,
                                     spare_work=spare_work, hand_out=hand_out):  # fmt: skip
-            if profiles.take(result):
+            if isinstance(result, ProfileResult):
+                profiles.take(result)
                 continue
             result = self._with_model_log(result)
             self._watch_model(result, round_)
@@ -299,12 +302,13 @@ class Driver:
         record = RoundRecord(
             round=round_, tasks=len(results), ok=len(ok), failed=sum(r.status == "failed" for r in results),
             best_id=best.task_id if best else None, best_ms=best.median_ms if best else None,
-            beam=[e.id for e in beam], running_best_ms=beam[0].median_ms if beam else None, wall_s=now - start,
+            beam=[e.id for e in beam], running_best_ms=beam[0].ranked_ms if beam else None, wall_s=now - start,
             profile_wall_s=max(0.0, now - last_candidate_at) if profiled else 0.0,
             profile_s=sum(r.stage_s.get("profile", 0.0) for r in profiled), profiles=len(profiled),
             profiles_unused=profiles.unused(beam),
             screened=sum(r.screened for r in results), inconclusive=sum(r.status == "inconclusive" for r in results),
-            gpu_measure_s=sum(r.gpu_measure_s for r in results + profiled), tokens=sum(r.tokens for r in results),
+            gpu_measure_s=sum(r.gpu_measure_s for r in results) + sum(p.gpu_measure_s for p in profiled),
+            tokens=sum(r.tokens for r in results),
             cost_usd=sum(r.cost_usd for r in results),
         )  # fmt: skip
         self.trace.write_round(record, best, self.problem)
@@ -362,7 +366,7 @@ class Driver:
         best_t = min(timed, key=lambda t: t.crowned_ms, default=None)
         best = next((e for e in finalists if best_t and e.id == best_t.id), None)
         input_t = next((t for t in retimed if t.id == "input"), None)
-        input_ms = input_t.crowned_ms if input_t and input_t.crowned_ms else (state.input.median_ms if state.input else None)
+        input_ms = input_t.crowned_ms if input_t and input_t.crowned_ms else (state.input.ranked_ms if state.input else None)
         best_ms = best_t.crowned_ms if best_t else None
         by_label = {b.label: b.median_ms for b in state.baselines}
         not_tried = [f"{p.id} (a kernel of {p.from_task}'s reply)" for p in state.pending]
@@ -386,7 +390,7 @@ class Driver:
         return summary
 
     def _speedup(self, ms: float | None) -> float | None:
-        return _ratio(self.state.input.median_ms if self.state.input else None, ms)
+        return _ratio(self.state.input.ranked_ms if self.state.input else None, ms)
 
     def _elapsed(self) -> float:
         return self.state.elapsed_s + time.time() - self.session_start

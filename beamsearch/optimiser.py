@@ -65,7 +65,7 @@ class Optimiser:
         ``roots``: only the spaces of kernels of these origins (a model's kernels in a portfolio round);
         ``prefix``: the task ids' letter after the round (``r2-u0``), apart from a model's tasks."""
         for entry in [*state.beam, *([state.input] if state.input else [])]:
-            self.outcomes.setdefault(code_hash(entry.kernel.source), Outcome(time_ms=entry.median_ms))
+            self.outcomes.setdefault(code_hash(entry.kernel.source), Outcome(time_ms=entry.ranked_ms))
         parents: dict[str, BeamEntry] = {}  # search key -> the fastest beam kernel in its space
         for entry in state.beam[: state.config.beam_width]:
             if roots is not None and self._root_origin(entry) not in roots:

@@ -40,7 +40,7 @@ def make_task(
 ) -> Task:
     settings = dict(problem=PROBLEM, llm="openai/test-model", api_base=server.api_base, api_key_env=KEY_ENV,
                     llm_timeout_s=2.0, llm_retries=0) | config  # fmt: skip
-    parent = BeamEntry(id="input", kernel=Kernel(source=SOURCE, origin="input"), median_ms=4.8, round=0)
+    parent = BeamEntry(id="input", kernel=Kernel(source=SOURCE, origin="input"), ranked_ms=4.8, round=0)
     return Task(id=f"r1-t{direction}", round=1, direction=direction, parent=parent, floor=FLOOR,
                 spec=RunSpec(problem_path=PROBLEM, shapes="small", device="cpu"), config=SearchConfig(**settings),
                 history=history or [])  # fmt: skip

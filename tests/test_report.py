@@ -99,9 +99,9 @@ def record_run(out: Path, *, device: str = "cuda", summary: bool = True) -> Summ
     floor = Floor(work=Work(bytes_moved=7_516_192_768, flops=0), dram_gbps=4250.0, tflops=687.0, memory_ms=1.7685,
                   compute_ms=0.0, floor_ms=1.7685, bound="memory", peaks_source="measured") if gpu else None  # fmt: skip
     if not summary:
-        entry = BeamEntry(id="r3-t0", kernel=plan[3][0].kernel, median_ms=1.6, round=3)
+        entry = BeamEntry(id="r3-t0", kernel=plan[3][0].kernel, ranked_ms=1.6, round=3)
         state = BeamState(config=config, problem=PROBLEM, spec=spec(device), round=4, beam=[entry],
-                          input=BeamEntry(id="input", kernel=inp.kernel, median_ms=2.5, round=0), baselines=baselines,
+                          input=BeamEntry(id="input", kernel=inp.kernel, ranked_ms=2.5, round=0), baselines=baselines,
                           floor=floor, rounds=rounds, gpu_name="NVIDIA H200" if gpu else "", elapsed_s=600.0)  # fmt: skip
         trace.save_state(state)
         return state

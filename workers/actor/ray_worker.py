@@ -14,7 +14,7 @@ import socket
 import ray
 
 from beamsearch.schema import DeviceFacts, RunSpec
-from beamsearch.state import Baseline, BeamEntry, FinalTiming, Task, TaskResult
+from beamsearch.state import Baseline, BeamEntry, FinalTiming, ProfileJob, ProfileResult, Task, TaskResult
 from profiling.ncu import start_ncu_spare
 from workers.actor import task as task_fns
 from workers.harness.child_process import descendants, start_spares
@@ -34,8 +34,8 @@ class SearchWorker:
     def run(self, task: Task) -> TaskResult:
         return task_fns.run_task(task, self.ctx)
 
-    def profile(self, task: Task) -> TaskResult:
-        return task_fns.profile_beam_kernel(task, self.ctx)
+    def profile(self, job: ProfileJob) -> ProfileResult:
+        return task_fns.profile_beam_kernel(job, self.ctx)
 
     def start_profiling(self) -> None:
         """Start ncu's process now, so this worker's first profile job finds it ready."""
