@@ -82,7 +82,7 @@ class Driver:
         floor = facts.floor
         self.display.event("start", problem=self.problem, gpu=facts.gpu_name, floor_ms=floor.floor_ms if floor else None,
                            floor_note=facts.floor_note, workers=[w.where for w in self.pool.workers])  # fmt: skip
-        placeholder = BeamEntry(id="input", kernel=kernel, median_ms=0.0, round=0)
+        placeholder = BeamEntry(id="input", kernel=kernel, ranked_ms=0.0, round=0)
         task = Task(id="input", round=0, direction=0, parent=placeholder, spec=state.spec, config=state.config, floor=floor)
         result = next(self.pool.run([task], state.config.task_timeout_s, method="measure_input", notify=self.display.event))
         self.trace.write_candidate(result, self.problem)
@@ -120,7 +120,7 @@ class Driver:
             return
         configs = "; ".join(f"{name} {cfg}" for name, cfg in seed.configs.items())
         kernel = Kernel(source=seed.source, origin="compiler", note=f"torch.compile max-autotune's kernels ({configs})")
-        placeholder = BeamEntry(id=COMPILER_SEED_ID, kernel=kernel, median_ms=0.0, round=0)
+        placeholder = BeamEntry(id=COMPILER_SEED_ID, kernel=kernel, ranked_ms=0.0, round=0)
         task = Task(id=COMPILER_SEED_ID, round=0, direction=0, parent=placeholder, spec=state.spec, config=config,
                     floor=state.floor)  # fmt: skip
         result = next(self.pool.run([task], config.task_timeout_s, method="measure_input", notify=self.display.event))
