@@ -40,6 +40,7 @@ from beamsearch.pool import WorkerPool
 from beamsearch.problems import problem_sizes
 from beamsearch.schema import DeviceFacts, Kernel
 from beamsearch.state import (
+    Baseline,
     BeamEntry,
     BeamState,
     FinalTiming,
@@ -369,6 +370,7 @@ class Driver:
         input_ms = input_t.crowned_ms if input_t and input_t.crowned_ms else (state.input.ranked_ms if state.input else None)
         best_ms = best_t.crowned_ms if best_t else None
         by_label = {b.label: b.median_ms for b in state.baselines}
+        bar = best_baseline(state.baselines, state.spec.device)
         not_tried = [f"{p.id} (a kernel of {p.from_task}'s reply)" for p in state.pending]
         if not_tried:
             self.display.event("not_tried", kernels=not_tried, reason="the run ended before they had a place")
@@ -380,6 +382,7 @@ class Driver:
             best_id=best.id if best else None, best_ms=best_ms, best_round=best.round if best else None,
             speedup_vs_input=_ratio(input_ms, best_ms), speedup_vs_eager=_ratio(by_label.get("eager"), best_ms),
             speedup_vs_compile=_ratio(by_label.get("compile"), best_ms), pct_of_floor=floor_pct,
+            best_baseline=bar.label if bar else None, speedup_vs_best_baseline=_ratio(bar.median_ms if bar else None, best_ms),
             candidates=sum(r.tasks for r in state.rounds), candidates_ok=sum(r.ok for r in state.rounds),
             tokens=sum(r.tokens for r in state.rounds), cost_usd=sum(r.cost_usd for r in state.rounds),
             wall_s=self._elapsed(), gpu_measure_s=sum(r.gpu_measure_s for r in state.rounds),
@@ -412,6 +415,13 @@ def verifications_that_fit(peak_gb: float, memory_gb: float, workers_per_gpu: in
     anyway is run again with the GPU to itself (``workers.actor.task.verify_candidate``)."""
     usable = MEMORY_HEADROOM * memory_gb - CONTEXTS_GB_PER_WORKER * workers_per_gpu
     return max(1, min(workers_per_gpu, int(usable // max(peak_gb, 0.01))))
+
+
+def best_baseline(baselines: list[Baseline], device: str) -> Baseline | None:
+    """The bar a run is measured against: its fastest timed PyTorch baseline, on a GPU only (interpreter
+    times mean nothing beside PyTorch's native ones)."""
+    timed = [b for b in baselines if b.median_ms is not None] if device.startswith("cuda") else []
+    return min(timed, key=lambda b: b.median_ms, default=None)
 
 
 def _same_task(task: Task | None, result: TaskResult) -> bool:

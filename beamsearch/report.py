@@ -448,9 +448,12 @@ def convergence(run: Run) -> Convergence:
     if run.on_cpu:
         title[1] += ": interpreter times, not GPU speed; PyTorch baselines not drawn"
     if run.summary and run.summary.speedup_vs_input:
-        title.append(f"best {fmt_ms(best_ms)} ms, {fmt_x(run.summary.speedup_vs_input)} vs the input kernel")
-        if run.summary.speedup_vs_compile and not run.on_cpu:
+        title.append(f"best {fmt_ms(best_ms)} ms")
+        if run.summary.speedup_vs_best_baseline and not run.on_cpu:
+            title[-1] += f", {fmt_x(run.summary.speedup_vs_best_baseline)} vs {run.summary.best_baseline} (the best baseline)"
+        elif run.summary.speedup_vs_compile and not run.on_cpu:
             title[-1] += f", {fmt_x(run.summary.speedup_vs_compile)} vs torch.compile"
+        title[-1] += f", {fmt_x(run.summary.speedup_vs_input)} vs the input kernel"
     return Convergence(
         title="\n".join(t for t in title if t),
         running=[(x, y) for x, y in zip(xs, ys, strict=True) if y is not None],

@@ -331,6 +331,8 @@ class Summary(Record):
     speedup_vs_input: float | None
     speedup_vs_eager: float | None
     speedup_vs_compile: float | None
+    best_baseline: str | None = Field(None, description="the fastest PyTorch baseline's label (GPU runs)")
+    speedup_vs_best_baseline: float | None = Field(None, description="its time over the best kernel's: the bar")
     pct_of_floor: float | None
     candidates: int
     candidates_ok: int

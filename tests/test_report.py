@@ -246,3 +246,16 @@ def test_input_stayed_the_best(tmp_path) -> None:
     assert "| metric | input | fastest candidate (`r3-t0`) | change |" in text
     assert "| Kernel duration | 2.500 ms | 1.600 ms | 0.64x |" in text
     assert_png(folder / "convergence.png")
+
+
+def test_a_gpu_runs_summary_leads_with_the_best_baseline(tmp_path) -> None:
+    """The bar users compare with comes first: the console's summary table and the plot's title name the
+    fastest PyTorch baseline and the best kernel's ratio to it (torch.compile here, 3.4 ms)."""
+    from beamsearch.display import _summary_table
+
+    s = record_run(tmp_path / PROBLEM).model_copy(
+        update={"best_baseline": "compile", "speedup_vs_best_baseline": 3.4 / 1.61})
+    assert "2.11x the best PyTorch baseline (compile)" in str(_summary_table(s).title)
+    (tmp_path / PROBLEM / "summary.json").write_text(s.model_dump_json())
+    title = rep.convergence(rep.load_run(tmp_path / PROBLEM)).title.splitlines()[-1]
+    assert title.startswith("best 1.610 ms, 2.11x vs compile (the best baseline)"), title
