@@ -76,9 +76,17 @@ class Driver:
         self.stop_reason = ""
 
     # ------------------------------------------------------------------------------------------- round 0
-    def measure_start(self, kernel: Kernel) -> None:
-        """The starting kernel verified, timed and profiled; the baselines and the floor. Saved as round 0."""
+    def measure_start(self, kernel: Kernel | None) -> None:
+        """The starting kernel verified, timed and profiled; the baselines and the floor. Saved as round 0.
+        With no starting kernel (a problem with no input kernel), the compiler seed is the start."""
         state = self.state
+        wants_seed = bool(state.config.compiler_seed or state.config.compiler_recording)
+        if kernel is None:
+            kernel, why = self._compiler_seed_kernel()
+            if kernel is None:
+                raise SearchError(f"the problem has no input kernel, and the compiler seed is unavailable: {why}; "
+                                  "give a starting kernel with --kernel")  # fmt: skip
+            wants_seed = False  # it is the start
         facts: DeviceFacts = self.pool.call("device_facts", state.spec)
         floor = facts.floor
         self.display.event("start", problem=self.problem, gpu=facts.gpu_name, floor_ms=floor.floor_ms if floor else None,
@@ -104,23 +112,31 @@ class Driver:
                                               "gpu_name": facts.gpu_name, "config": config, "seen": seen, "fastest_compiled": fastest, "history": history,
                                               "started_at": time.time()})  # fmt: skip
         self._save()
-        if config.compiler_seed or config.compiler_recording:
+        if wants_seed:
             self._add_compiler_seed()
 
-    def _add_compiler_seed(self) -> None:
-        """torch.compile's own kernels as a second starting point (``--compiler-seed``): verified, timed and
-        profiled like the input, and kept in the beam beside it when it passes, so the optimiser tunes
-        Inductor's configs too. A seed that is unavailable (an extern library call, the CPU) or fails is
-        reported, and the run goes on from the input."""
+    def _compiler_seed_kernel(self) -> tuple[Kernel | None, str]:
+        """torch.compile's own kernels for the problem, standalone (``--compiler-seed``); with no seed, None
+        and why (also said in an event)."""
         state, config = self.state, self.state.config
         self.display.event("compiler_seed", status="reading" if config.compiler_recording else "compiling")
         seed: SeedResult = self.pool.call("compiler_seed", state.spec, config.compiler_recording,
                                           timeout_s=RECORD_TIMEOUT_S + 60)  # fmt: skip
         if not seed.available:
             self.display.event("compiler_seed", status="unavailable", reason=seed.unavailable)
-            return
+            return None, seed.unavailable or ""
         configs = "; ".join(f"{name} {cfg}" for name, cfg in seed.configs.items())
-        kernel = Kernel(source=seed.source, origin="compiler", note=f"torch.compile max-autotune's kernels ({configs})")
+        return Kernel(source=seed.source, origin="compiler", note=f"torch.compile max-autotune's kernels ({configs})"), ""
+
+    def _add_compiler_seed(self) -> None:
+        """The compiler seed as a second starting point: verified, timed and profiled like the input, and
+        kept in the beam beside it when it passes, so the optimiser tunes Inductor's configs too. A seed
+        that is unavailable (an extern library call, the CPU) or fails is reported, and the run goes on
+        from the input."""
+        state, config = self.state, self.state.config
+        kernel, _ = self._compiler_seed_kernel()
+        if kernel is None:
+            return
         placeholder = BeamEntry(id=COMPILER_SEED_ID, kernel=kernel, ranked_ms=0.0, round=0)
         task = Task(id=COMPILER_SEED_ID, round=0, direction=0, parent=placeholder, spec=state.spec, config=config,
                     floor=state.floor)  # fmt: skip

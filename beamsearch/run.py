@@ -242,10 +242,14 @@ def _previous_state(trace: TraceWriter, resume: bool, out: Path) -> BeamState | 
     return state
 
 
-def _starting_kernel(config: SearchConfig, problem) -> Kernel:
+def _starting_kernel(config: SearchConfig, problem) -> Kernel | None:
+    """The kernel a run starts from; None where the compiler seed is to be the start (no input kernel)."""
     path = config.kernel or problem.input_kernel_path
+    if path is None and (config.compiler_seed or config.compiler_recording):
+        return None
     if path is None:
-        fail(f"problem {problem.name} has no input_kernel.py next to it: give a starting kernel with --kernel")
+        fail(f"problem {problem.name} has no input_kernel.py next to it: give a starting kernel with --kernel, "
+             "or start from torch.compile's own kernels with --compiler-seed")  # fmt: skip
     try:
         return Kernel(source=Path(path).expanduser().read_text(), origin="input", note=f"starting kernel {path}")
     except OSError as e:

@@ -49,3 +49,26 @@ def test_on_the_cpu_without_a_recording_the_seed_is_unavailable_and_the_run_goes
     assert said[-1]["status"] == "unavailable" and "--compiler-recording" in said[-1]["reason"], said
     assert not (out / "optimization_trace" / "compiler-seed").exists()
     assert (out / "summary.json").is_file()
+
+
+def test_a_problem_with_no_input_kernel_is_searched_from_the_seed_alone(tmp_path) -> None:
+    problem = tmp_path / "gelu" / "problem.py"
+    problem.parent.mkdir()
+    shutil.copy(DATA.parent.parent / "artifacts" / "26_GELU_" / "problem.py", problem)
+    out = tmp_path / "run"
+    done = run_cli("--problem", str(problem), "--compiler-recording", str(_recording(tmp_path)), "--out", str(out),
+                   "--rounds", "1", "--workers", "2", "--candidates-per-round", "2", "--quiet", timeout=900)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    start = TaskResult.model_validate_json((out / "optimization_trace" / "input" / "result.json").read_text())
+    assert start.status == "ok" and start.kernel.origin == "compiler"
+    assert not (out / "optimization_trace" / "compiler-seed").exists()  # the seed is the start, once
+    state = BeamState.model_validate_json((out / "state.json").read_text())
+    assert [r.tasks for r in state.rounds] == [2]
+
+
+def test_with_no_input_kernel_and_no_seed_the_run_says_both(tmp_path) -> None:
+    problem = tmp_path / "gelu" / "problem.py"
+    problem.parent.mkdir()
+    shutil.copy(DATA.parent.parent / "artifacts" / "26_GELU_" / "problem.py", problem)
+    done = run_cli("--problem", str(problem), "--out", str(tmp_path / "run"), "--quiet", timeout=300)
+    assert done.returncode == 2 and "--kernel" in done.stderr and "--compiler-seed" in done.stderr, done.stderr
