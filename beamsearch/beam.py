@@ -87,7 +87,7 @@ def entry_of(result: TaskResult) -> BeamEntry | None:
     ms = result.median_ms
     if result.status != "ok" or result.kernel is None or ms is None:
         return None
-    return BeamEntry(id=result.task_id, kernel=result.kernel, median_ms=ms, round=result.round,
+    return BeamEntry(id=result.task_id, kernel=result.kernel, ranked_ms=ms, round=result.round,
                      compiled_hash=result.compiled_hash,
                      profile=result.profile if result.profile and not result.profile.skipped else None,
                      roofline=result.roofline)  # fmt: skip
@@ -99,7 +99,7 @@ def select_beam(beam: list[BeamEntry], results: list[TaskResult], width: int) ->
     pool = beam + [e for e in map(entry_of, results) if e is not None]
     kept: list[BeamEntry] = []
     codes: set[str] = set()
-    for entry in sorted(pool, key=lambda e: (e.median_ms, e.round, e.id)):
+    for entry in sorted(pool, key=lambda e: (e.ranked_ms, e.round, e.id)):
         keys = {code_hash(entry.kernel.source)} | ({f"compiled:{entry.compiled_hash}"} if entry.compiled_hash else set())
         if not keys & codes:
             codes |= keys
@@ -114,4 +114,4 @@ def screen_above_ms(beam: list[BeamEntry], results: list[TaskResult], width: int
     if ratio is None:
         return None
     kept = select_beam(beam, results, width)
-    return kept[-1].median_ms * ratio if len(kept) == width else None
+    return kept[-1].ranked_ms * ratio if len(kept) == width else None

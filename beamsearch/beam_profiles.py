@@ -16,10 +16,9 @@ from collections.abc import Callable
 
 from beamsearch.beam import select_beam
 from beamsearch.schema import Profile
-from beamsearch.state import BeamEntry, BeamState, Task, TaskResult
+from beamsearch.state import BeamEntry, BeamState, ProfileJob, ProfileResult, TaskResult
 
 NOT_PROFILED = "not profiled: only the kernels the beam keeps are profiled, since they are the next round's parents"
-PROFILE_METHOD = "profile"  # the worker's method for a profile job
 
 
 class BeamProfiles:
@@ -30,36 +29,29 @@ class BeamProfiles:
         """``results``: the round's candidates so far, the list the driver appends to as they come."""
         self.state, self.round, self.results, self.notify = state, round_, results, notify
         self.on = state.config.profile and state.spec.device.startswith("cuda")
-        self.jobs: dict[str, str] = {}  # profile job id -> the kernel it profiles
-        self.done: dict[str, TaskResult] = {}  # kernel id -> its profile job's result
+        self.started: set[str] = set()  # kernels with a profile job
+        self.done: dict[str, ProfileResult] = {}  # kernel id -> its profile job's result
 
-    def next_job(self) -> tuple[Task, str] | None:
+    def next_job(self) -> ProfileJob | None:
         """A profile job for the fastest kernel of the beam as it stands that has no profile and no job."""
         if not self.on:
             return None
-        started = set(self.jobs.values())
         for entry in select_beam(self.state.beam, self.results, self.state.config.beam_width):
-            if entry.profile is None and entry.id not in started:
-                task = Task(id=f"r{self.round}-profile-{entry.id}", round=self.round, direction=0, parent=entry,
-                            spec=self.state.spec, config=self.state.config)  # fmt: skip
-                self.jobs[task.id] = entry.id
+            if entry.profile is None and entry.id not in self.started:
+                self.started.add(entry.id)
                 self.notify("profile_beam", round=self.round, ids=[entry.id])
-                return task, PROFILE_METHOD
+                return ProfileJob(id=f"r{self.round}-profile-{entry.id}", round=self.round, entry=entry,
+                                  spec=self.state.spec)  # fmt: skip
         return None
 
-    def take(self, result: TaskResult) -> bool:
-        """Keep ``result`` if it is a profile job's; False for a candidate."""
-        kernel_id = self.jobs.get(result.task_id)
-        if kernel_id is None:
-            return False
-        self.done[kernel_id] = result
-        return True
+    def take(self, result: ProfileResult) -> None:
+        """Keep a profile job's result."""
+        self.done[result.kernel_id] = result
 
     def apply(self, beam: list[BeamEntry], results: list[TaskResult]) -> tuple[list[BeamEntry], list[TaskResult]]:
         """The beam and the round's results with their profiles; an ok candidate neither kept nor
         profiled is marked not profiled. Returns the beam and every result (changed ones are new objects)."""
-        measured = {i: {"profile": r.profile or Profile(available=False, reason=r.reason), "roofline": r.roofline}
-                    for i, r in self.done.items()}  # fmt: skip
+        measured = {i: {"profile": r.profile, "roofline": r.roofline} for i, r in self.done.items()}
         beam = [e.model_copy(update=measured[e.id]) if e.id in measured else e for e in beam]
         kept = {e.id for e in beam}
         out = []

@@ -1,7 +1,7 @@
 """``python -m beamsearch.bench --problem P [--kernel K ...]``: eager, torch.compile and kernels, one method.
 
 Each kernel is verified first and timed only if it passes. Every target is timed in its own child
-process by the same clock (see ``workers/clock.py``), in the same dtype, on the same seeded inputs.
+process by the same clock (see ``workers/harness/clock.py``), in the same dtype, on the same seeded inputs.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from beamsearch.cli_common import add_run_options, fail, resolve_run
 from beamsearch.schema import BenchReport, BenchRow, RunSpec, Timing
 from profiling.gpu_specs import UnknownGpu
 from profiling.work import judge_time, problem_floor
-from workers.timing import BUILTIN_TARGETS, time_target
-from workers.verify import verify_kernel
+from workers.harness.timing import BUILTIN_TARGETS, time_target
+from workers.harness.verify import verify_kernel
 
 BASELINE_LABELS = {"eager": "PyTorch eager", "compile": "torch.compile", "compile-max-autotune": "torch.compile max-autotune"}
 

@@ -38,6 +38,12 @@ class SearchConfig(Record):
         "within 10 minutes on one GPU), none with a model or a replay; none: no limit")  # fmt: skip
     sweep: bool = Field(False, description="offline optimiser: try every point of the starting kernel's knob space in "
                         "order instead of searching it (the anchor a search is measured against; scripts/sweep.py)")
+    compiler_seed: bool = Field(False, description="also start from torch.compile(mode='max-autotune-no-cudagraphs')'s "
+                                "own Triton kernels for the problem, made standalone with Inductor's chosen configs as "
+                                "knobs (docs/compile-seed.md); needs a GPU, or --compiler-recording")
+    compiler_recording: str | None = Field(None, description="a folder written by scripts/record_inductor.py to take "
+                                           "Inductor's kernels from, instead of compiling the problem now (implies "
+                                           "--compiler-seed)")
     llm: str | None = Field(None, description="litellm model string (openai/NAME for an OpenAI-compatible server, "
                             "ollama/NAME, anthropic/NAME, ...); none: the offline optimiser")
     api_base: str | None = Field(None, description="the model server's address, with /v1 for OpenAI-compatible "

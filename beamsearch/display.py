@@ -46,7 +46,7 @@ class Display:
         if self.quiet:
             print(json.dumps(record, default=str), file=sys.stdout, flush=True)
         elif kind in ("start", "verify_slots", "baseline", "retime", "retime_note", "interrupted", "resume", "worker_lost",
-                      "task_timeout", "model_lost", "not_tried"):
+                      "task_timeout", "model_lost", "not_tried", "compiler_seed"):
             self.console.print(f"[bold]{kind}[/]: " + ", ".join(f"{k}={_short(v)}" for k, v in data.items()))
         self._refresh()
 
@@ -87,6 +87,7 @@ class Display:
 
     def finish(self, summary: Summary) -> None:
         self.event("finish", best_id=summary.best_id, best_ms=summary.best_ms, speedup_vs_input=summary.speedup_vs_input,
+                   best_baseline=summary.best_baseline, speedup_vs_best_baseline=summary.speedup_vs_best_baseline,
                    speedup_vs_eager=summary.speedup_vs_eager, speedup_vs_compile=summary.speedup_vs_compile,
                    pct_of_floor=summary.pct_of_floor, wall_s=summary.wall_s)  # fmt: skip
         self.close()
@@ -114,7 +115,9 @@ class Display:
 
 
 def _summary_table(s: Summary) -> Table:
-    table = Table(title=f"{s.problem}: best {s.best_id} after {len(s.rounds)} rounds")
+    bar = f", {s.speedup_vs_best_baseline:.2f}x the best PyTorch baseline ({s.best_baseline})" \
+        if s.speedup_vs_best_baseline else ""  # fmt: skip
+    table = Table(title=f"{s.problem}: best {s.best_id} after {len(s.rounds)} rounds{bar}")
     table.add_column("")
     table.add_column("median ms", justify="right")
     table.add_column("best is", justify="right")

@@ -8,7 +8,8 @@ was cut short, and runs only the tasks that are missing.
 Without a model or a replay the round's candidates come from the offline optimiser (``Optimiser``): as
 many as the workers can take, planned here from the searchers of the beam's knob spaces, each result fed
 back to its searcher. The run stops after its rounds, its budget (candidates or minutes), or when every
-searcher's space is exhausted.
+searcher's space is exhausted. With a model or a replay a round is a portfolio: the model's tasks, and as
+many knob variants of the model's kernels in the beam (none in a round whose beam holds none).
 
 A model's reply may hold several kernels: its task tries the first and hands the others back, and each
 becomes a task of its own (``Handback``), in the same round while it has places, else the next.
@@ -39,17 +40,25 @@ from beamsearch.pool import WorkerPool
 from beamsearch.problems import problem_sizes
 from beamsearch.schema import DeviceFacts, Kernel
 from beamsearch.state import (
+    Baseline,
     BeamEntry,
     BeamState,
     FinalTiming,
     PendingKernel,
+    ProfileJob,
+    ProfileResult,
     RoundRecord,
     Summary,
     Task,
     TaskResult,
 )
 from beamsearch.trace import TraceWriter
+from workers.actor.task import RECORD_TIMEOUT_S
+from workers.proposers.compile_seed import SeedResult
 from workers.proposers.searcher import Searcher
+
+COMPILER_SEED_ID = "compiler-seed"
+MODEL_ORIGINS = ("llm", "replay")  # kernels whose knobs a portfolio round tunes beside the model's proposals
 
 
 class SearchError(RuntimeError):
@@ -67,14 +76,22 @@ class Driver:
         self.stop_reason = ""
 
     # ------------------------------------------------------------------------------------------- round 0
-    def measure_start(self, kernel: Kernel) -> None:
-        """The starting kernel verified, timed and profiled; the baselines and the floor. Saved as round 0."""
+    def measure_start(self, kernel: Kernel | None) -> None:
+        """The starting kernel verified, timed and profiled; the baselines and the floor. Saved as round 0.
+        With no starting kernel (a problem with no input kernel), the compiler seed is the start."""
         state = self.state
+        wants_seed = bool(state.config.compiler_seed or state.config.compiler_recording)
+        if kernel is None:
+            kernel, why = self._compiler_seed_kernel()
+            if kernel is None:
+                raise SearchError(f"the problem has no input kernel, and the compiler seed is unavailable: {why}; "
+                                  "give a starting kernel with --kernel")  # fmt: skip
+            wants_seed = False  # it is the start
         facts: DeviceFacts = self.pool.call("device_facts", state.spec)
         floor = facts.floor
         self.display.event("start", problem=self.problem, gpu=facts.gpu_name, floor_ms=floor.floor_ms if floor else None,
                            floor_note=facts.floor_note, workers=[w.where for w in self.pool.workers])  # fmt: skip
-        placeholder = BeamEntry(id="input", kernel=kernel, median_ms=0.0, round=0)
+        placeholder = BeamEntry(id="input", kernel=kernel, ranked_ms=0.0, round=0)
         task = Task(id="input", round=0, direction=0, parent=placeholder, spec=state.spec, config=state.config, floor=floor)
         result = next(self.pool.run([task], state.config.task_timeout_s, method="measure_input", notify=self.display.event))
         self.trace.write_candidate(result, self.problem)
@@ -95,6 +112,48 @@ class Driver:
                                               "gpu_name": facts.gpu_name, "config": config, "seen": seen, "fastest_compiled": fastest, "history": history,
                                               "started_at": time.time()})  # fmt: skip
         self._save()
+        if wants_seed:
+            self._add_compiler_seed()
+
+    def _compiler_seed_kernel(self) -> tuple[Kernel | None, str]:
+        """torch.compile's own kernels for the problem, standalone (``--compiler-seed``); with no seed, None
+        and why (also said in an event)."""
+        state, config = self.state, self.state.config
+        self.display.event("compiler_seed", status="reading" if config.compiler_recording else "compiling")
+        seed: SeedResult = self.pool.call("compiler_seed", state.spec, config.compiler_recording,
+                                          timeout_s=RECORD_TIMEOUT_S + 60)  # fmt: skip
+        if not seed.available:
+            self.display.event("compiler_seed", status="unavailable", reason=seed.unavailable)
+            return None, seed.unavailable or ""
+        configs = "; ".join(f"{name} {cfg}" for name, cfg in seed.configs.items())
+        return Kernel(source=seed.source, origin="compiler", note=f"torch.compile max-autotune's kernels ({configs})"), ""
+
+    def _add_compiler_seed(self) -> None:
+        """The compiler seed as a second starting point: verified, timed and profiled like the input, and
+        kept in the beam beside it when it passes, so the optimiser tunes Inductor's configs too. A seed
+        that is unavailable (an extern library call, the CPU) or fails is reported, and the run goes on
+        from the input."""
+        state, config = self.state, self.state.config
+        kernel, _ = self._compiler_seed_kernel()
+        if kernel is None:
+            return
+        placeholder = BeamEntry(id=COMPILER_SEED_ID, kernel=kernel, ranked_ms=0.0, round=0)
+        task = Task(id=COMPILER_SEED_ID, round=0, direction=0, parent=placeholder, spec=state.spec, config=config,
+                    floor=state.floor)  # fmt: skip
+        result = next(self.pool.run([task], config.task_timeout_s, method="measure_input", notify=self.display.event))
+        seen, fastest = {**state.seen}, {**state.fastest_compiled}
+        result = mark_same_compiled(mark_duplicate(result, seen), fastest)
+        self.trace.write_candidate(result, self.problem)
+        self.display.candidate(result)
+        if entry_of(result) is None:
+            self.display.event("compiler_seed", status=result.status, reason=result.reason[:400])
+            return
+        history = [*state.history, *[a for a in [attempt_of(result)] if a is not None]]
+        beam = select_beam(state.beam, [result], config.beam_width)
+        self.display.event("compiler_seed", status="in the beam" if any(e.id == COMPILER_SEED_ID for e in beam)
+                           else "slower than the input: not kept", median_ms=result.median_ms)  # fmt: skip
+        self.state = state.model_copy(update={"beam": beam, "seen": seen, "fastest_compiled": fastest, "history": history})
+        self._save()
 
     def _with_verify_slots(self, start: TaskResult, facts: DeviceFacts) -> SearchConfig:
         """The config with ``verify_per_gpu`` set where it was left to the run: as many verifications as
@@ -112,7 +171,8 @@ class Driver:
     def _baseline_targets(self) -> list[str]:
         if self.state.config.baselines is not None:
             return self.state.config.baselines
-        return ["eager", "compile"] if self.state.spec.device.startswith("cuda") else ["eager"]
+        # max-autotune is the bar a user compares with: its compile takes about a minute, once per run
+        return ["eager", "compile", "compile-max-autotune"] if self.state.spec.device.startswith("cuda") else ["eager"]
 
     # ------------------------------------------------------------------------------------------- rounds
     def run_rounds(self) -> None:
@@ -140,11 +200,10 @@ class Driver:
     def _candidates(self) -> int:
         return sum(r.tasks for r in self.state.rounds)
 
-    def _optimiser(self) -> Optimiser | None:
-        """The offline optimiser, from the saved state; None when a model or a replay proposes."""
+    def _optimiser(self) -> Optimiser:
+        """The optimiser, from the saved state: it plans every candidate of an offline round, and tunes a
+        model's (or a replay's) kernels beside its proposals (``run_round``)."""
         state, config = self.state, self.state.config
-        if config.llm or config.replay:
-            return None
         rounds_left = (config.rounds - state.round) * self._round_size(offline=True)
         left = rounds_left if config.budget_candidates is None else min(rounds_left, config.budget_candidates - self._candidates())
         # A sweep is the searcher's exhaustive strategy run to the end: every point but those above a learned
@@ -167,11 +226,17 @@ class Driver:
         """One round; False (and nothing recorded) when it has no candidate to try."""
         start = time.time()
         optimiser = self._optimiser()
-        size = self._round_size(offline=optimiser is not None)
+        proposing = bool(self.state.config.llm or self.state.config.replay)
+        size = self._round_size(offline=not proposing)
         # kernels handed back in an earlier round that had no place for them come first: they are paid for
         carried = [task_of(p, self.state, round_) for p in self.state.pending[:size]]
         new = size - len(carried)
-        planned_now = optimiser.plan(self.state, round_, new) if optimiser else plan_round(self.state, round_)[:new]
+        if proposing:  # a portfolio: the model's ideas, and the knobs of the kernels it made that the beam kept
+            planned_now = plan_round(self.state, round_)[:new]
+            tuning = self._tuning_share(len(carried) + len(planned_now))
+            planned_now += optimiser.plan(self.state, round_, tuning, roots=MODEL_ORIGINS, prefix="u") if tuning else []
+        else:
+            planned_now = optimiser.plan(self.state, round_, new)
         tasks = carried + planned_now
         if not tasks:
             return False
@@ -186,8 +251,7 @@ class Driver:
         reused = sorted(done.values(), key=lambda r: r.finished_at)  # in the order they came back
         while reused:
             r = mark_same_compiled(mark_duplicate(reused.pop(0), seen), fastest)
-            if optimiser:
-                optimiser.observe(r)
+            optimiser.observe(r)
             results.append(r)
             reused += handback.take(r, seen)[1]
         self.display.round_start(round_, len(tasks) + handback.taken, reused=len(results))
@@ -199,20 +263,20 @@ class Driver:
             # self.state.config, not config: a model lost mid-round (on_model_lost offline) drops the llm
             return task.model_copy(update={"screen_above_ms": screen, "config": self.state.config})
 
-        def spare_work() -> tuple[Task, str] | None:  # handed-back kernels first, then the beam's profiles
+        def spare_work() -> Task | ProfileJob | None:  # handed-back kernels first, then the beam's profiles
             task = handback.next_task()
-            return (hand_out(task), "run") if task is not None else profiles.next_job()
+            return hand_out(task) if task is not None else profiles.next_job()
 
         last_candidate_at = start
         for result in self.pool.run(todo, config.task_timeout_s, notify=self.display.event,
                                     spare_work=spare_work, hand_out=hand_out):  # fmt: skip
-            if profiles.take(result):
+            if isinstance(result, ProfileResult):
+                profiles.take(result)
                 continue
             result = self._with_model_log(result)
             self._watch_model(result, round_)
             result = mark_same_compiled(mark_duplicate(result, seen), fastest)
-            if optimiser:
-                optimiser.observe(result)
+            optimiser.observe(result)
             taken = handback.taken
             result = handback.recover(result, seen)
             notes, _ = handback.take(result, seen)  # a new result's handed-back kernels have not run yet
@@ -225,6 +289,11 @@ class Driver:
         self._finish_round(round_, results, profiles, seen, fastest, start, last_candidate_at, optimiser,
                            handback.pending)  # fmt: skip
         return True
+
+    def _tuning_share(self, model_tasks: int) -> int:
+        """A portfolio round's knob variants: as many as the model's tasks, within the candidate budget."""
+        budget = self.state.config.budget_candidates
+        return model_tasks if budget is None else max(0, min(model_tasks, budget - self._candidates() - model_tasks))
 
     def _places_left(self, size: int, planned: int) -> int:
         """How many handed-back kernels a round of ``size`` places with ``planned`` tasks may try besides: as
@@ -250,12 +319,13 @@ class Driver:
         record = RoundRecord(
             round=round_, tasks=len(results), ok=len(ok), failed=sum(r.status == "failed" for r in results),
             best_id=best.task_id if best else None, best_ms=best.median_ms if best else None,
-            beam=[e.id for e in beam], running_best_ms=beam[0].median_ms if beam else None, wall_s=now - start,
+            beam=[e.id for e in beam], running_best_ms=beam[0].ranked_ms if beam else None, wall_s=now - start,
             profile_wall_s=max(0.0, now - last_candidate_at) if profiled else 0.0,
             profile_s=sum(r.stage_s.get("profile", 0.0) for r in profiled), profiles=len(profiled),
             profiles_unused=profiles.unused(beam),
             screened=sum(r.screened for r in results), inconclusive=sum(r.status == "inconclusive" for r in results),
-            gpu_measure_s=sum(r.gpu_measure_s for r in results + profiled), tokens=sum(r.tokens for r in results),
+            gpu_measure_s=sum(r.gpu_measure_s for r in results) + sum(p.gpu_measure_s for p in profiled),
+            tokens=sum(r.tokens for r in results),
             cost_usd=sum(r.cost_usd for r in results),
         )  # fmt: skip
         self.trace.write_round(record, best, self.problem)
@@ -272,7 +342,7 @@ class Driver:
         and its reason says if it was waiting on the model."""
         if not self.state.config.llm:
             return result
-        from workers.llm_service import take_task_log
+        from workers.proposers.llm_service import take_task_log
 
         exchanges, waiting_s = take_task_log(result.task_id)  # taken for every task: the service forgets it
         if result.status != "failed":
@@ -308,14 +378,15 @@ class Driver:
         notes = [t.note for t in retimed if t.note]
         for note in notes:
             self.display.event("retime_note", note=note)
-        # Only a re-timing that passed crowns: a failed one was retried alone (workers.task.final_timing).
+        # Only a re-timing that passed crowns: a failed one was retried alone (workers.actor.task.final_timing).
         timed = [t for t in retimed if t.crowned_ms is not None]
         best_t = min(timed, key=lambda t: t.crowned_ms, default=None)
         best = next((e for e in finalists if best_t and e.id == best_t.id), None)
         input_t = next((t for t in retimed if t.id == "input"), None)
-        input_ms = input_t.crowned_ms if input_t and input_t.crowned_ms else (state.input.median_ms if state.input else None)
+        input_ms = input_t.crowned_ms if input_t and input_t.crowned_ms else (state.input.ranked_ms if state.input else None)
         best_ms = best_t.crowned_ms if best_t else None
         by_label = {b.label: b.median_ms for b in state.baselines}
+        bar = best_baseline(state.baselines, state.spec.device)
         not_tried = [f"{p.id} (a kernel of {p.from_task}'s reply)" for p in state.pending]
         if not_tried:
             self.display.event("not_tried", kernels=not_tried, reason="the run ended before they had a place")
@@ -327,6 +398,7 @@ class Driver:
             best_id=best.id if best else None, best_ms=best_ms, best_round=best.round if best else None,
             speedup_vs_input=_ratio(input_ms, best_ms), speedup_vs_eager=_ratio(by_label.get("eager"), best_ms),
             speedup_vs_compile=_ratio(by_label.get("compile"), best_ms), pct_of_floor=floor_pct,
+            best_baseline=bar.label if bar else None, speedup_vs_best_baseline=_ratio(bar.median_ms if bar else None, best_ms),
             candidates=sum(r.tasks for r in state.rounds), candidates_ok=sum(r.ok for r in state.rounds),
             tokens=sum(r.tokens for r in state.rounds), cost_usd=sum(r.cost_usd for r in state.rounds),
             wall_s=self._elapsed(), gpu_measure_s=sum(r.gpu_measure_s for r in state.rounds),
@@ -337,7 +409,7 @@ class Driver:
         return summary
 
     def _speedup(self, ms: float | None) -> float | None:
-        return _ratio(self.state.input.median_ms if self.state.input else None, ms)
+        return _ratio(self.state.input.ranked_ms if self.state.input else None, ms)
 
     def _elapsed(self) -> float:
         return self.state.elapsed_s + time.time() - self.session_start
@@ -356,9 +428,16 @@ MEMORY_HEADROOM = 0.9  # of the GPU's memory: fragmentation, ncu's profiles of t
 def verifications_that_fit(peak_gb: float, memory_gb: float, workers_per_gpu: int) -> int:
     """How many verifications, each using ``peak_gb`` at its peak, one GPU of ``memory_gb`` holds at once
     beside its workers' spare processes; at least one, at most one per worker. One that runs out of memory
-    anyway is run again with the GPU to itself (``workers.task.verify_candidate``)."""
+    anyway is run again with the GPU to itself (``workers.actor.task.verify_candidate``)."""
     usable = MEMORY_HEADROOM * memory_gb - CONTEXTS_GB_PER_WORKER * workers_per_gpu
     return max(1, min(workers_per_gpu, int(usable // max(peak_gb, 0.01))))
+
+
+def best_baseline(baselines: list[Baseline], device: str) -> Baseline | None:
+    """The bar a run is measured against: its fastest timed PyTorch baseline, on a GPU only (interpreter
+    times mean nothing beside PyTorch's native ones)."""
+    timed = [b for b in baselines if b.median_ms is not None] if device.startswith("cuda") else []
+    return min(timed, key=lambda b: b.median_ms, default=None)
 
 
 def _same_task(task: Task | None, result: TaskResult) -> bool:

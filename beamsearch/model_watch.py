@@ -20,8 +20,8 @@ class ModelLost(RuntimeError):
 
 def preflight(config: SearchConfig) -> None:
     """One tiny request; raises ``LLMUnavailable`` saying what is wrong."""
-    from workers.llm_client import LLMClient
-    from workers.task import llm_config
+    from workers.actor.task import llm_config
+    from workers.proposers.llm_client import LLMClient
 
     LLMClient(llm_config(config).model_copy(update={"max_retries": 1})).preflight()
 
@@ -35,7 +35,7 @@ class ModelWatch:
 
     def lost(self, result: TaskResult, config: SearchConfig) -> str:
         """Why the model is gone, or "" while it answers (or the run has none)."""
-        from workers.llm_client import LLMUnavailable
+        from workers.proposers.llm_client import LLMUnavailable
 
         if not config.llm or result.status != "no_proposal":
             return ""

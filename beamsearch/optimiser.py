@@ -18,7 +18,7 @@ Pure: no Ray, no GPU, no files.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Protocol
 
 from beamsearch.beam import code_hash
@@ -57,14 +57,19 @@ class Optimiser:
         self.points: dict[str, list[tuple[str, Point]]] = {}
 
     # ------------------------------------------------------------------------------------------- planning
-    def plan(self, state: BeamState, round_: int, count: int) -> list[Task]:
+    def plan(self, state: BeamState, round_: int, count: int, roots: Collection[str] | None = None,
+             prefix: str = "t") -> list[Task]:  # fmt: skip
         """Up to ``count`` tasks, each a new kernel at a searcher's next point, the round's share going to the
         beam's spaces in the order of their fastest kernel; a searcher with fewer points left gives its
-        share to the others. Fewer than ``count`` (none) only when every space is exhausted."""
+        share to the others. Fewer than ``count`` (none) only when every space is exhausted.
+        ``roots``: only the spaces of kernels of these origins (a model's kernels in a portfolio round);
+        ``prefix``: the task ids' letter after the round (``r2-u0``), apart from a model's tasks."""
         for entry in [*state.beam, *([state.input] if state.input else [])]:
-            self.outcomes.setdefault(code_hash(entry.kernel.source), Outcome(time_ms=entry.median_ms))
+            self.outcomes.setdefault(code_hash(entry.kernel.source), Outcome(time_ms=entry.ranked_ms))
         parents: dict[str, BeamEntry] = {}  # search key -> the fastest beam kernel in its space
         for entry in state.beam[: state.config.beam_width]:
+            if roots is not None and self._root_origin(entry) not in roots:
+                continue
             key = self._search_of(entry)
             if key is not None:
                 parents.setdefault(key, entry)
@@ -75,9 +80,16 @@ class Optimiser:
             left = count - len(tasks)
             for i, key in enumerate(list(active)):
                 share = left // len(active) + (i < left % len(active))
-                if share and self._take(key, share, parents[key], state, round_, tasks, planned) < share:
+                if share and self._take(key, share, parents[key], state, round_, tasks, planned, prefix) < share:
                     active.remove(key)
         return tasks
+
+    def _root_origin(self, entry: BeamEntry) -> str:
+        """Who made the kernel at the root of ``entry``'s space: a tuner's kernel is its root's."""
+        kernel = entry.kernel
+        if kernel.origin == "tuner" and kernel.parent_hash in self.searches:
+            return self.searches[kernel.parent_hash].root.origin
+        return kernel.origin
 
     def _search_of(self, entry: BeamEntry) -> str | None:
         """The key of the search whose space ``entry`` is a point of; a new search rooted at ``entry`` if
@@ -99,7 +111,7 @@ class Optimiser:
         return kernel.hash
 
     def _take(self, key: str, n: int, parent: BeamEntry, state: BeamState, round_: int, tasks: list[Task],
-              planned: dict[str, str]) -> int:  # fmt: skip
+              planned: dict[str, str], prefix: str) -> int:  # fmt: skip
         """Append up to ``n`` new tasks from search ``key``'s next points; returns how many."""
         search, searcher = self.searches[key], self._searcher(key)
         made = 0
@@ -120,7 +132,7 @@ class Optimiser:
                     continue
                 kernel = Kernel(source=source, origin="tuner", parent_hash=key,
                                 note=f"{describe(search.space, point)} (knob space of {search.root_id})")  # fmt: skip
-                task = Task(id=f"r{round_}-t{len(tasks)}", round=round_, direction=made, parent=parent, spec=state.spec,
+                task = Task(id=f"r{round_}-{prefix}{len(tasks)}", round=round_, direction=made, parent=parent, spec=state.spec,
                             config=state.config, floor=state.floor, kernel=kernel)  # fmt: skip
                 tasks.append(task)
                 planned[code] = task.id

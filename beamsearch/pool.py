@@ -19,11 +19,16 @@ from dataclasses import dataclass, field
 import ray
 from ray.exceptions import ActorUnavailableError, GetTimeoutError, RayActorError, RayTaskError
 
-from beamsearch.state import Task, TaskResult
-from workers.actor import RemoteSearchWorker
+from beamsearch.schema import Profile
+from beamsearch.state import ProfileJob, ProfileResult, Task, TaskResult
+from workers.actor.ray_worker import RemoteSearchWorker
 
 log = logging.getLogger(__name__)
 MAX_RESTARTS = 4
+PROFILE_METHOD = "profile"  # the worker's method for a ProfileJob
+
+Job = Task | ProfileJob
+JobResult = TaskResult | ProfileResult
 
 
 @dataclass
@@ -35,7 +40,7 @@ class Worker:
 
 @dataclass
 class InFlight:
-    task: Task
+    job: Job
     worker: Worker
     started: float
     attempt: int
@@ -90,68 +95,70 @@ class WorkerPool:
 
     def run(self, tasks: list[Task], timeout_s: float, method: str = "run",
             notify: Callable[..., None] = lambda kind, **data: None,
-            spare_work: Callable[[], tuple[Task, str] | None] | None = None,
-            hand_out: Callable[[Task], Task] = lambda task: task) -> Iterator[TaskResult]:  # fmt: skip
-        """Yield a result for every task, as each finishes (failed ones included), in no fixed order.
+            spare_work: Callable[[], Job | None] | None = None,
+            hand_out: Callable[[Task], Task] = lambda task: task) -> Iterator[JobResult]:  # fmt: skip
+        """Yield a result for every job, as each finishes (failed ones included), in no fixed order: a
+        ``TaskResult`` for a ``Task`` (run by the worker's ``method``), a ``ProfileResult`` for a ``ProfileJob``.
 
         ``hand_out(task)`` is the task as a worker gets it, made when it is handed out (a retry included),
         so it can carry what the results so far tell (the beam's cut-off).
         ``notify(kind, **data)`` hears of lost workers and timed-out tasks as they happen.
-        ``spare_work()``: asked for a job (a task and the worker method to run it) whenever a worker is
-        idle and every task has been handed out; None when it has none. Its jobs' results are yielded
-        too. It is asked again as results come in, so it can hand out work those results make useful."""
-        queue: deque[tuple[Task, int, str]] = deque((t, 0, method) for t in tasks)
+        ``spare_work()``: asked for a job whenever a worker is idle and every task has been handed out;
+        None when it has none. Its jobs' results are yielded too. It is asked again as results come in, so
+        it can hand out work those results make useful."""
+        queue: deque[tuple[Job, int]] = deque((t, 0) for t in tasks)
         idle = deque(self.workers)
         running: dict[ray.ObjectRef, InFlight] = {}
 
-        def next_job() -> tuple[Task, int, str] | None:
+        def next_job() -> tuple[Job, int] | None:
             if queue:
-                task, attempt, job_method = queue.popleft()
-                return hand_out(task), attempt, job_method
+                job, attempt = queue.popleft()
+                return (hand_out(job) if isinstance(job, Task) else job), attempt
             spare = spare_work() if spare_work else None
-            return (spare[0], 0, spare[1]) if spare else None
+            return (spare, 0) if spare is not None else None
 
         while True:
-            while idle and (job := next_job()) is not None:
-                task, attempt, job_method = job
+            while idle and (next_ := next_job()) is not None:
+                job, attempt = next_
+                job_method = PROFILE_METHOD if isinstance(job, ProfileJob) else method
                 worker = idle.popleft()
-                ref = getattr(worker.handle, job_method).remote(task)
-                running[ref] = InFlight(task, worker, time.monotonic(), attempt, job_method)
+                ref = getattr(worker.handle, job_method).remote(job)
+                running[ref] = InFlight(job, worker, time.monotonic(), attempt, job_method)
             if not running:  # every worker idle: nothing queued and no spare work left
                 return
             ready, _ = ray.wait(list(running), num_returns=1, timeout=1.0)
             for ref in ready:
-                job = running.pop(ref)
+                flight = running.pop(ref)
                 try:
                     result = ray.get(ref, timeout=60)
                 except RayActorError as e:
-                    log.warning("worker %s died during %s: %s", job.worker.name, job.task.id, e)
-                    notify("worker_lost", worker=job.worker.name, task=job.task.id, retried=job.attempt == 0,
+                    log.warning("worker %s died during %s: %s", flight.worker.name, flight.job.id, e)
+                    notify("worker_lost", worker=flight.worker.name, task=flight.job.id, retried=flight.attempt == 0,
                            error=_first_line(e))  # fmt: skip
-                    self._wait_until_back(job.worker)
-                    if job.attempt == 0:
-                        queue.appendleft((job.task, 1, job.method))
+                    self._wait_until_back(flight.worker)
+                    if flight.attempt == 0:
+                        queue.appendleft((flight.job, 1))
                     else:
-                        yield failed(job.task, f"the worker died twice running this task: {_first_line(e)}")
-                    idle.append(job.worker)
+                        yield failed(flight.job, f"the worker died twice running this task: {_first_line(e)}")
+                    idle.append(flight.worker)
                     continue
                 except (RayTaskError, GetTimeoutError) as e:  # an error in our own code, not the kernel's
-                    yield failed(job.task, f"task error on {job.worker.name}: {_first_line(e)}")
-                    idle.append(job.worker)
+                    yield failed(flight.job, f"task error on {flight.worker.name}: {_first_line(e)}")
+                    idle.append(flight.worker)
                     continue
-                idle.append(job.worker)
+                idle.append(flight.worker)
                 yield result
             now = time.monotonic()
-            for ref, job in list(running.items()):
-                if now - job.started > timeout_s:
+            for ref, flight in list(running.items()):
+                if now - flight.started > timeout_s:
                     running.pop(ref)
-                    log.warning("task %s not back after %.0f s: restarting %s", job.task.id, timeout_s, job.worker.name)
-                    notify("task_timeout", worker=job.worker.name, task=job.task.id, timeout_s=timeout_s)
-                    self._stop_children(job.worker)
-                    ray.kill(job.worker.handle, no_restart=False)
-                    self._wait_until_back(job.worker)
-                    idle.append(job.worker)
-                    yield failed(job.task, f"task timed out after {timeout_s:.0f} s; its worker was restarted")
+                    log.warning("task %s not back after %.0f s: restarting %s", flight.job.id, timeout_s, flight.worker.name)
+                    notify("task_timeout", worker=flight.worker.name, task=flight.job.id, timeout_s=timeout_s)
+                    self._stop_children(flight.worker)
+                    ray.kill(flight.worker.handle, no_restart=False)
+                    self._wait_until_back(flight.worker)
+                    idle.append(flight.worker)
+                    yield failed(flight.job, f"task timed out after {timeout_s:.0f} s; its worker was restarted")
 
     def _stop_children(self, worker: Worker) -> None:
         try:
@@ -190,9 +197,13 @@ def spread_over_gpus(workers: list[Worker]) -> list[Worker]:
     return [w for turn in itertools.zip_longest(*by_place.values()) for w in turn if w is not None]
 
 
-def failed(task: Task, reason: str) -> TaskResult:
-    return TaskResult(task_id=task.id, parent_id=task.parent.id, round=task.round, direction=task.direction,
-                      status="failed", reason=reason, parent_ms=task.parent.median_ms, finished_at=time.time())  # fmt: skip
+def failed(job: Job, reason: str) -> JobResult:
+    """The record of a job that came to nothing: a failed task, or a profile job's unavailable profile."""
+    if isinstance(job, ProfileJob):
+        return ProfileResult(job_id=job.id, kernel_id=job.entry.id, profile=Profile(available=False, reason=reason),
+                             finished_at=time.time())  # fmt: skip
+    return TaskResult(task_id=job.id, parent_id=job.parent.id, round=job.round, direction=job.direction,
+                      status="failed", reason=reason, parent_ms=job.parent.ranked_ms, finished_at=time.time())  # fmt: skip
 
 
 def _first_line(e: BaseException) -> str:

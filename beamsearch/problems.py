@@ -1,7 +1,7 @@
 """Finding problems: a bundled name under ``artifacts/`` or any path to a KernelBench ``problem.py``.
 
 This module only resolves paths; it never imports a problem (children do, see
-``workers/problem_instance.py``), so the driver stays free of torch and of user code.
+``workers/harness/problem_instance.py``), so the driver stays free of torch and of user code.
 """
 
 from __future__ import annotations

@@ -79,7 +79,7 @@ class Run:
     def input_ms(self) -> float | None:
         if self.summary:
             return self.summary.input_ms
-        return self.state.input.median_ms if self.state and self.state.input else None
+        return self.state.input.ranked_ms if self.state and self.state.input else None
 
     @property
     def start_ms(self) -> float | None:
@@ -88,16 +88,16 @@ class Run:
         measured = _load(TaskResult, folder / RESULT_FILE, []) if (folder / RESULT_FILE).is_file() else None
         if measured is not None and measured.median_ms is not None:
             return measured.median_ms
-        return self.state.input.median_ms if self.state and self.state.input else self.input_ms
+        return self.state.input.ranked_ms if self.state and self.state.input else self.input_ms
 
     @property
     def best(self) -> tuple[str | None, float | None, int | None]:
         """(id, ms, round) of the best kernel: the summary's (re-timed), else the fastest in the beam."""
         if self.summary:
             return self.summary.best_id, self.summary.best_ms, self.summary.best_round
-        entries = [e for e in (self.state.beam if self.state else []) if e.median_ms]
-        e = min(entries, key=lambda e: e.median_ms, default=None)
-        return (e.id, e.median_ms, e.round) if e else (None, None, None)
+        entries = [e for e in (self.state.beam if self.state else []) if e.ranked_ms]
+        e = min(entries, key=lambda e: e.ranked_ms, default=None)
+        return (e.id, e.ranked_ms, e.round) if e else (None, None, None)
 
     @property
     def floor_ms(self) -> float | None:
@@ -329,7 +329,7 @@ def best_round_text(run: Run) -> str:
         lines += ["", "The beam and the input re-timed side by side at the end (the best is chosen here, among "
                   "re-timings that passed; one that failed a check was timed again alone):", "",
                   md_table(("kernel", "median ms", "status", "first re-timing failed"),
-                           [[f"`{t.id}`", fmt_ms(t.median_ms), t.status, t.retried_alone_after or "-"]
+                           [[f"`{t.id}`", fmt_ms(t.median_ms), t.outcome, t.retried_alone_after or "-"]
                             for t in run.summary.final_retime])]  # fmt: skip
         notes = [t.note for t in run.summary.final_retime if t.note]
         lines += ["", *[f"- {note}" for note in notes]] if notes else []
@@ -448,9 +448,12 @@ def convergence(run: Run) -> Convergence:
     if run.on_cpu:
         title[1] += ": interpreter times, not GPU speed; PyTorch baselines not drawn"
     if run.summary and run.summary.speedup_vs_input:
-        title.append(f"best {fmt_ms(best_ms)} ms, {fmt_x(run.summary.speedup_vs_input)} vs the input kernel")
-        if run.summary.speedup_vs_compile and not run.on_cpu:
+        title.append(f"best {fmt_ms(best_ms)} ms")
+        if run.summary.speedup_vs_best_baseline and not run.on_cpu:
+            title[-1] += f", {fmt_x(run.summary.speedup_vs_best_baseline)} vs {run.summary.best_baseline} (the best baseline)"
+        elif run.summary.speedup_vs_compile and not run.on_cpu:
             title[-1] += f", {fmt_x(run.summary.speedup_vs_compile)} vs torch.compile"
+        title[-1] += f", {fmt_x(run.summary.speedup_vs_input)} vs the input kernel"
     return Convergence(
         title="\n".join(t for t in title if t),
         running=[(x, y) for x, y in zip(xs, ys, strict=True) if y is not None],

@@ -54,7 +54,7 @@ def parse_args(argv: list[str] | None) -> tuple[SearchConfig, bool, set[str]]:
     p.add_argument("--config", help="a JSON or TOML file of options (same names, with underscores)")
     p.add_argument("--resume", action="store_true", help="continue a run after its last finished round: the one in "
                    "--out, else the problem's latest under runs/")  # fmt: skip
-    for name in ("kernel", "out", "llm", "api_base", "replay", "device", "address"):
+    for name in ("kernel", "out", "llm", "api_base", "replay", "device", "address", "compiler_recording"):
         p.add_argument(f"--{name.replace('_', '-')}", dest=name, default=None, help=fields[name].description)
     for name in ("rounds", "workers", "beam_width", "directions", "candidates_per_round", "budget_candidates", "seed",
                  "refine_tries", "verify_per_gpu"):
@@ -77,6 +77,8 @@ def parse_args(argv: list[str] | None) -> tuple[SearchConfig, bool, set[str]]:
     p.add_argument("--budget-minutes", dest="budget_minutes", type=_minutes, default=None,
                    help=fields["budget_minutes"].description + " (default auto)")
     p.add_argument("--sweep", action="store_true", default=None, help=fields["sweep"].description)
+    p.add_argument("--compiler-seed", dest="compiler_seed", action="store_true", default=None,
+                   help=fields["compiler_seed"].description)  # fmt: skip
     p.add_argument("--quiet", action="store_true", default=None, help=fields["quiet"].description)
     args = p.parse_args(argv)
     values: dict = {}
@@ -196,7 +198,7 @@ def _minutes(text: str) -> float | str:
 def _preflight(config: SearchConfig) -> None:
     """One tiny request before any work: a wrong model name, key or address fails here, clearly."""
     from beamsearch.model_watch import preflight
-    from workers.llm_client import LLMUnavailable
+    from workers.proposers.llm_client import LLMUnavailable
 
     try:
         preflight(config)
@@ -205,9 +207,9 @@ def _preflight(config: SearchConfig) -> None:
 
 
 def _start_llm_service(config: SearchConfig) -> object:
-    """The run's one way to the model (workers/llm_service.py), holding the key read here."""
-    from workers.llm_service import start_llm_service
-    from workers.task import llm_config
+    """The run's one way to the model (workers/proposers/llm_service.py), holding the key read here."""
+    from workers.actor.task import llm_config
+    from workers.proposers.llm_service import start_llm_service
 
     return start_llm_service(llm_config(config), os.environ.get(config.api_key_env) if config.api_key_env else None)
 
@@ -240,10 +242,14 @@ def _previous_state(trace: TraceWriter, resume: bool, out: Path) -> BeamState | 
     return state
 
 
-def _starting_kernel(config: SearchConfig, problem) -> Kernel:
+def _starting_kernel(config: SearchConfig, problem) -> Kernel | None:
+    """The kernel a run starts from; None where the compiler seed is to be the start (no input kernel)."""
     path = config.kernel or problem.input_kernel_path
+    if path is None and (config.compiler_seed or config.compiler_recording):
+        return None
     if path is None:
-        fail(f"problem {problem.name} has no input_kernel.py next to it: give a starting kernel with --kernel")
+        fail(f"problem {problem.name} has no input_kernel.py next to it: give a starting kernel with --kernel, "
+             "or start from torch.compile's own kernels with --compiler-seed")  # fmt: skip
     try:
         return Kernel(source=Path(path).expanduser().read_text(), origin="input", note=f"starting kernel {path}")
     except OSError as e:

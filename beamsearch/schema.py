@@ -97,11 +97,11 @@ class TimingKnobs(Record):
     max_reps: int = 1000
     lock_dir: str = ""
     screen_above_ms: float | None = Field(None, description="stop after the first repetitions when their median "
-                                                            "is above this (``workers.clock.measure``)")
+                                                            "is above this (``workers.harness.clock.measure``)")
 
 
 # In-round timings only rank candidates against the beam: the beam's kernels are timed again in full,
-# side by side, before one is crowned (``workers.task.retime``). A tenth of the full budgets keeps the
+# side by side, before one is crowned (``workers.actor.task.retime``). A tenth of the full budgets keeps the
 # median's spread well under the gaps that decide a beam, while each timing holds the GPU's measurement
 # lock, which every worker of the GPU waits on, about a third as long.
 SEARCH_TIMING: dict[str, float] = {"warmup_ms": 50.0, "rep_ms": 100.0, "max_reps": 100}
@@ -127,7 +127,7 @@ class TimingResult(Record):
                                                       "no work left running, right output, clocks agree")
     checked_reps: list[int] = Field([], description="the timed repetitions (0-based) whose outputs were "
                                     "checked: kept whole at random after each call, or sampled after every call and "
-                                    "chosen by the judge afterwards (``workers.timed_outputs``)")
+                                    "chosen by the judge afterwards (``workers.harness.timed_outputs``)")
     sandbox: str = Field("", description="how the timed kernel's process was confined (Landlock), or why not")
     compiled_hash: str | None = Field(None, description="hash of the compiled Triton code one call launches "
                                       "(PTX less debug info, grids, arguments); None on CPU or when unknown")
@@ -324,7 +324,7 @@ BenchReport.model_rebuild()
 
 # ----------------------------------------------------------------------------------------- proposers
 
-KernelOrigin = Literal["input", "llm", "tuner", "replay"]
+KernelOrigin = Literal["input", "llm", "tuner", "replay", "compiler"]
 
 
 class Kernel(Record):

@@ -7,9 +7,9 @@ BeamState, which is saved after every round as the resume point.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from beamsearch.config import SearchConfig
 from beamsearch.llm_records import Exchange
@@ -23,6 +23,7 @@ from beamsearch.schema import (
     Roofline,
     RunSpec,
     TimingResult,
+    TimingStatus,
     Verdict,
 )
 from beamsearch.search_records import KnobSpace, SearcherState
@@ -46,12 +47,21 @@ class BeamEntry(Record):
 
     id: str
     kernel: Kernel
-    median_ms: float
+    ranked_ms: float = Field(description="the time the beam ranks it by: the median of an in-round timing that "
+                             "passed its checks (``TaskResult.median_ms``)")
     round: int
     compiled_hash: str | None = Field(None, description="hash of the compiled code a call launches (GPU runs)")
     profile: Profile | None = None
     roofline: Roofline | None = None
     diagnosis: Diagnosis | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_name(cls, data: Any) -> Any:
+        """State and trace files written before the rename call ``ranked_ms`` ``median_ms``."""
+        if isinstance(data, dict) and "median_ms" in data and "ranked_ms" not in data:
+            return {("ranked_ms" if k == "median_ms" else k): v for k, v in data.items()}
+        return data
 
 
 class Task(Record):
@@ -135,11 +145,35 @@ class TaskResult(Record):
         return sum(e.call.cost_usd for e in self.exchanges)
 
 
+class ProfileJob(Record):
+    """An ncu profile of a kernel the round keeps in the beam (``beamsearch.beam_profiles``): the next
+    round's tasks start from it. Not a candidate: it proposes, verifies and times nothing."""
+
+    id: str = Field(description="unique in the run: r<round>-profile-<the kernel's id>")
+    round: int
+    entry: BeamEntry = Field(description="the kernel to profile")
+    spec: RunSpec
+
+
+class ProfileResult(Record):
+    """What a profile job came to: the profile, or one that is unavailable and says why (ncu failed, the
+    job's worker died twice, it timed out)."""
+
+    job_id: str
+    kernel_id: str = Field(description="the beam entry profiled")
+    profile: Profile
+    roofline: Roofline | None = None
+    worker: str = Field("", description="node and device the job ran on")
+    stage_s: dict[str, float] = Field({}, description="wall seconds per stage: profile")
+    gpu_measure_s: float = Field(0.0, description="seconds of the ncu child run; 0 when the worker had the profile")
+    finished_at: float = 0.0
+
+
 class Baseline(Record):
     label: str
     target: str
     median_ms: float | None
-    status: str
+    status: TimingStatus = Field(description="the timing's status: only ``ok`` has a time")
     reason: str = ""
 
 
@@ -227,6 +261,14 @@ class BeamState(Record):
     elapsed_s: float = Field(0.0, description="wall seconds over all sessions of the run")
 
 
+FinalStatus = Literal[
+    "ok",  # a re-timing passed (alone, after any failure): the finalist has a time and can be crowned
+    "failed",  # failed, alone too
+    "inconclusive",  # failed alone too, only checks other processes on the GPU can fail: not ranked, not
+    # held against the kernel
+]
+
+
 class FinalTiming(Record):
     """One finalist's re-timing. Only one whose status is ``ok`` has a time and can be crowned: a re-timing
     that failed is taken again alone (``retried_alone_after`` keeps the first failure), and a kernel whose
@@ -234,11 +276,20 @@ class FinalTiming(Record):
 
     id: str
     median_ms: float | None
-    status: str = Field(description="ok; failed: <reason>; or inconclusive: <reason> (failed alone only checks "
-                        "other processes on the GPU can fail: not ranked, not held against the kernel)")
+    status: FinalStatus
+    reason: str = Field("", description="why a finalist has no time; empty when ``ok``")
     medians_ms: list[float] = Field([], description="the passing re-timings' medians (the interleaved ones and "
                                     "the one alone), of which median_ms is the median")
     retried_alone_after: str = Field("", description="the first re-timing that failed: status and reason")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _reason_apart(cls, data: Any) -> Any:
+        """Older summaries wrote the reason into the status (``failed: <reason>``): split it off."""
+        if isinstance(data, dict) and isinstance(data.get("status"), str) and ": " in data["status"]:
+            status, reason = data["status"].split(": ", 1)
+            return {**data, "status": status, "reason": data.get("reason") or reason}
+        return data
 
     @property
     def crowned_ms(self) -> float | None:
@@ -249,11 +300,16 @@ class FinalTiming(Record):
     def note(self) -> str:
         """What happened to a finalist whose re-timing did not simply pass; empty when it did."""
         if not self.retried_alone_after:
-            return "" if self.status == "ok" else f"{self.id}: {self.status}; not crowned"
+            return "" if self.status == "ok" else f"{self.id}: {self.outcome}; not crowned"
         first = f"{self.id}: a re-timing failed ({self.retried_alone_after}); timed again alone, "
         if self.crowned_ms is not None:
             return first + f"it passed: {self.crowned_ms:.4g} ms counts"
-        return first + f"{self.status}; not crowned"
+        return first + f"{self.outcome}; not crowned"
+
+    @property
+    def outcome(self) -> str:
+        """The status with its reason, as one line for tables and notes."""
+        return f"{self.status}: {self.reason}" if self.reason else self.status
 
 
 class Summary(Record):
@@ -275,6 +331,8 @@ class Summary(Record):
     speedup_vs_input: float | None
     speedup_vs_eager: float | None
     speedup_vs_compile: float | None
+    best_baseline: str | None = Field(None, description="the fastest PyTorch baseline's label (GPU runs)")
+    speedup_vs_best_baseline: float | None = Field(None, description="its time over the best kernel's: the bar")
     pct_of_floor: float | None
     candidates: int
     candidates_ok: int

@@ -9,7 +9,7 @@ from rich.table import Table
 
 from beamsearch.cli_common import add_run_options, fail, resolve_run
 from beamsearch.schema import Verdict
-from workers.verify import DEFAULT_VERIFY_TIMEOUT_S, MIN_SEEDS, verify_kernel
+from workers.harness.verify import DEFAULT_VERIFY_TIMEOUT_S, MIN_SEEDS, verify_kernel
 
 
 def render_verdict(verdict: Verdict, console: Console) -> None:

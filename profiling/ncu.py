@@ -3,7 +3,7 @@
     ncu --clock-control none --csv --page raw --print-units base --metrics <schema>
         --profile-from-start off --log-file <job folder>/ncu.csv  python -m profiling.ncu_child
 
-The profiled process is a ``workers.child_process`` job: started ahead as a spare (ncu, Python and
+The profiled process is a ``workers.harness.child_process`` job: started ahead as a spare (ncu, Python and
 torch take seconds to start, more under ncu), handed its request on stdin, killed with its process
 group afterwards. Only one call of ``kernel_function`` is profiled (the child brackets it with
 cudaProfilerStart/Stop after a warm-up call), under the GPU lock, and only the Triton kernels that
@@ -25,7 +25,7 @@ from pathlib import Path
 from beamsearch.schema import Profile, ProfiledCall, ProfileRequest, RunSpec
 from profiling.metrics import metric_keys
 from profiling.ncu_parse import combine, is_own_kernel, kernel_profiles, parse_raw_csv
-from workers.child_process import Prefix, run_child, start_spares
+from workers.harness.child_process import Prefix, run_child, start_spares
 
 DEFAULT_NCU_TIMEOUT_S = 300.0
 NCU_CANDIDATES = ("/usr/local/cuda/bin/ncu", "/opt/nvidia/nsight-compute/ncu")

@@ -1,6 +1,6 @@
 """The program ncu runs: one call of kernel_function, bracketed by cudaProfilerStart/Stop.
 
-``ncu --profile-from-start off ... python -m profiling.ncu_child``, a ``workers.child_process`` job
+``ncu --profile-from-start off ... python -m profiling.ncu_child``, a ``workers.harness.child_process`` job
 (request on stdin, signed result), run only through ``profiling.ncu.profile_kernel``. The first
 call compiles and warms up outside the profiled range; the second is profiled, under the GPU lock. A
 Triton launch hook records the names of the kernels the call launched, so the parent keeps those and
@@ -16,11 +16,16 @@ import torch
 import triton
 
 from beamsearch.schema import ProfiledCall, ProfileRequest
-from workers.binding import bind, model_values
-from workers.child_process import serve, use_one_work_queue
-from workers.gpu_lock import gpu_in_use, gpu_lock
-from workers.problem_instance import instantiate, load_kernel_function, load_problem_module, select_device
-from workers.steps import Steps
+from workers.harness.binding import bind, model_values
+from workers.harness.child_process import serve, use_one_work_queue
+from workers.harness.gpu_lock import gpu_in_use, gpu_lock
+from workers.harness.problem_instance import (
+    instantiate,
+    load_kernel_function,
+    load_problem_module,
+    select_device,
+)
+from workers.harness.steps import Steps
 
 
 def profile_one_call(req: ProfileRequest, steps: Steps) -> ProfiledCall:

@@ -8,7 +8,7 @@
 - FP32 CUDA-core rate: the same matmul in fp32 with TF32 off.
 
 Each is the median of CUDA-event times per call, after a warm-up long enough for clocks to ramp, under
-the per-GPU lock (``workers.gpu_lock``) so nothing else shares the GPU meanwhile.
+the per-GPU lock (``workers.harness.gpu_lock``) so nothing else shares the GPU meanwhile.
 Results are cached as JSON in ``$BEAMSEARCH_CACHE_DIR/peaks/<device slug>.json`` (default
 ``~/.cache/beamsearch``). ``effective_peaks`` prefers these measured ceilings over the datasheet
 (a kernel is judged against what the GPU can actually reach) and takes the rest from the datasheet,
@@ -136,7 +136,7 @@ def measure_peaks(device: str = "cuda") -> MeasuredPeaks:
     """Measure copy bandwidth and bf16/fp32 matmul rates on ``device`` (a CUDA GPU). Does not cache."""
     import torch
 
-    from workers.gpu_lock import gpu_lock
+    from workers.harness.gpu_lock import gpu_lock
 
     if not torch.cuda.is_available():
         raise RuntimeError("no CUDA GPU is visible: peaks can only be measured on a GPU")

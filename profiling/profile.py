@@ -16,7 +16,7 @@ from profiling.metrics import by_section
 from profiling.ncu import profile_kernel
 from profiling.roofline import classify
 from profiling.work import judge_time, problem_floor
-from workers.timing import time_target
+from workers.harness.timing import time_target
 
 
 class KernelReport(Record):

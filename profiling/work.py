@@ -11,7 +11,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from beamsearch.schema import Floor, RunSpec, Work
 from profiling.peaks import effective_peaks
 from profiling.roofline import floor, is_suspect, pct_of_floor
-from workers.problem_instance import instantiate, load_problem_module
+from workers.harness.problem_instance import instantiate, load_problem_module
 
 # The compute rate that bounds a problem in each dtype: tensor cores for bf16/fp16; for fp32 the plain
 # FP32 rate, since TF32 would miss fp32's tolerance.

@@ -80,7 +80,7 @@ def environment(device: str) -> dict[str, str]:
     import torch
     import triton
 
-    from workers.sandbox import landlock_abi
+    from workers.harness.sandbox import landlock_abi
 
     env = {"torch": torch.__version__, "triton": triton.__version__, "python": sys.version.split()[0],
            "landlock_abi": str(landlock_abi())}  # fmt: skip
@@ -100,8 +100,8 @@ def main() -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     on_gpu = args.device.startswith("cuda")
 
-    from workers.problem_instance import NUDGE_SEED_ENV
-    from workers.sandbox import landlock_abi
+    from workers.harness.problem_instance import NUDGE_SEED_ENV
+    from workers.harness.sandbox import landlock_abi
 
     os.environ.setdefault(NUDGE_SEED_ENV, "7")  # the same random places as the CPU tests: reproducible rows
     cases = [*controls(), *CASES]

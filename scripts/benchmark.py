@@ -36,8 +36,8 @@ from beamsearch.cli_common import resolve_run
 from beamsearch.problems import bundled_problem_names
 from beamsearch.schema import BenchReport, BenchRow, Record
 from beamsearch.trace import BEST_KERNEL_FILE
-from workers.environment import environment
-from workers.timing import BUILTIN_TARGETS
+from workers.harness.environment import environment
+from workers.harness.timing import BUILTIN_TARGETS
 
 KERNEL_TARGETS = {"input": "input kernel", "optimized": "optimized kernel"}
 TARGETS = (*BUILTIN_TARGETS, *KERNEL_TARGETS)

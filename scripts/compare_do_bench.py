@@ -2,7 +2,7 @@
 
     python scripts/compare_do_bench.py PROBLEM_DIR_OR_FILE KERNEL [KERNEL ...] [--json out.json]
 
-Ours: ``workers.timing.time_target`` (child process, L2 flush, device-wide sync, median). do_bench: in
+Ours: ``workers.harness.timing.time_target`` (child process, L2 flush, device-wide sync, median). do_bench: in
 this process, same seed-0 inputs, ``return_mode="median"`` (it flushes L2 too, and records the end event
 on the current stream only). Prints both medians and their ratio.
 """
@@ -17,9 +17,9 @@ import triton.testing
 
 from beamsearch.problems import resolve_problem
 from beamsearch.schema import RunSpec
-from workers.binding import bind, model_values
-from workers.problem_instance import import_file, instantiate, load_problem_module
-from workers.timing import time_target
+from workers.harness.binding import bind, model_values
+from workers.harness.problem_instance import import_file, instantiate, load_problem_module
+from workers.harness.timing import time_target
 
 
 def main() -> None:

@@ -41,6 +41,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's code, not an installed copy
@@ -254,12 +255,17 @@ def _read_run(out: Path) -> tuple[dict, str] | None:
         return {"ms": summary["best_ms"], "candidates": summary.get("candidates"),
                 "input_ms": summary.get("input_ms"), "device": summary.get("gpu_name") or ""}, ""  # fmt: skip
     state = _read_json(out / STATE_FILE) or {}
-    beam = [e["median_ms"] for e in state.get("beam", []) if isinstance(e, dict) and e.get("median_ms")]
+    beam = [ms for e in state.get("beam", []) if isinstance(e, dict) and (ms := _ranked_ms(e))]
     if not beam:
         return None
     found = {"ms": min(beam), "candidates": sum(r.get("tasks", 0) for r in state.get("rounds", [])),
-             "input_ms": (state.get("input") or {}).get("median_ms"), "device": state.get("gpu_name") or ""}  # fmt: skip
+             "input_ms": _ranked_ms(state.get("input") or {}), "device": state.get("gpu_name") or ""}  # fmt: skip
     return found, f"best of the beam after round {state.get('round')} (in-round time, no final re-timing)"
+
+
+def _ranked_ms(entry: dict[str, Any]) -> float | None:
+    """A beam entry's time in state.json (``median_ms`` in files written before its rename)."""
+    return entry.get("ranked_ms", entry.get("median_ms"))
 
 
 def _read_search(folder: Path, record: StageRun) -> tuple[dict, str]:

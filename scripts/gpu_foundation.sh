@@ -34,7 +34,7 @@ dobench)
     python scripts/compare_do_bench.py "$p" artifacts/$p*/input_kernel.py $(ls .ka/$p/optimized_kernel_beam_search.py 2>/dev/null) --json "$OUT/dobench_$p.json"
   done ;;
 overhead)
-  python -X importtime -c "import workers.verify_child" 2>&1 | sort -t'|' -k2 -n -r | head -4
+  python -X importtime -c "import workers.harness.verify_child" 2>&1 | sort -t'|' -k2 -n -r | head -4
   python scripts/harness_overhead.py --json "$OUT/overhead.json" ;;
 tests)
   python -m pytest -q -m gpu 2>&1 | tail -15 | tee "$OUT/pytest_gpu.txt" ;;

@@ -5,7 +5,7 @@ without Ray: how many timings failed a check other processes' GPU work can fail,
 
 Each of ``--workers`` processes loops for ``--seconds`` over the problem's bundled kernels (its input
 kernel and its published best: honest ones), doing what a search task does with each:
-``workers.task.verify_candidate`` (the checks, then the timing in the kernel's process) and
+``workers.actor.task.verify_candidate`` (the checks, then the timing in the kernel's process) and
 ``time_candidate`` (a timing failed only by such checks is taken again alone). It reads only functions
 that 7d4ea0b has too, so ``PYTHONPATH=<a checkout of 7d4ea0b> python scripts/gpu_neighbours.py`` measures
 the old code side by side. Per process one JSON line per kernel goes to DIR/worker-N.jsonl; the summary:
@@ -29,7 +29,7 @@ CONTENDED = {"clocks_agree", "current_stream"}
 def worker(index: int, problem: str, seconds: float, out: Path, device: str, shapes: str) -> None:
     from beamsearch.problems import resolve_problem
     from beamsearch.schema import RunSpec
-    from workers.task import task_seeds, time_candidate, verify_candidate
+    from workers.actor.task import task_seeds, time_candidate, verify_candidate
 
     ref = resolve_problem(problem)
     folder = Path(ref.problem_path).parent

@@ -19,8 +19,8 @@ from rich.table import Table
 
 from beamsearch.problems import bundled_problem_names, resolve_problem
 from beamsearch.schema import RunSpec
-from workers.timing import time_target
-from workers.verify import verify_kernel
+from workers.harness.timing import time_target
+from workers.harness.verify import verify_kernel
 
 
 def main() -> None:

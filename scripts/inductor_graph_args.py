@@ -1,7 +1,7 @@
 """What each argument of the graph torch.compile hands Inductor is: a forward input or a model value.
 
 Inductor's wrapper names its arguments ``arg0_1``, ``primals_1``...; the compiler seed must know which is
-the problem's input and which the model's ``weight`` or ``bias`` (bound by keyword, as workers/binding.py
+the problem's input and which the model's ``weight`` or ``bias`` (bound by keyword, as workers/harness/binding.py
 binds them). Dynamo knows: each placeholder of the graph it passes to Inductor carries its source
 (``L['x']``, ``L['self']._modules['gn']._parameters['weight']``). ``observed_graph_args`` watches that
 hand-over without changing the compile, and gives the list the seed takes as ``graph_args``:
@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from workers.binding import model_values
+from workers.harness.binding import model_values
 
 MODULE_STEP = re.compile(r"\._modules\['([^']+)'\]")
 VALUE = re.compile(r"\._(?:parameters|buffers)\['([^']+)'\]$")

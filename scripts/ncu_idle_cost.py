@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 
 from profiling.ncu import _prefix_for, find_ncu
-from workers import child_process
-from workers.child_process import descendants
+from workers.harness import child_process
+from workers.harness.child_process import descendants
 
 TICKS = os.sysconf("SC_CLK_TCK")
 

@@ -16,7 +16,7 @@ import time
 from beamsearch.problems import resolve_problem
 from beamsearch.schema import RunSpec
 from profiling.ncu import profile_kernel
-from workers import child_process
+from workers.harness import child_process
 
 
 def main() -> None:

@@ -44,7 +44,7 @@ def main() -> None:
     from beamsearch.problems import resolve_problem
     from beamsearch.schema import RunSpec
     from scripts.inductor_graph_args import observed_graph_args
-    from workers.problem_instance import instantiate, load_problem_module
+    from workers.harness.problem_instance import instantiate, load_problem_module
 
     problem = resolve_problem(args.problem)
     spec = RunSpec(problem_path=problem.problem_path, shapes="full", device="cuda", dtype=args.dtype)

@@ -39,7 +39,7 @@ def generate(problem: str, dtype: str) -> tuple[str, list[list[int]], list[int |
     from beamsearch.problems import resolve_problem
     from beamsearch.schema import RunSpec
     from scripts.inductor_graph_args import observed_graph_args
-    from workers.problem_instance import instantiate, load_problem_module
+    from workers.harness.problem_instance import instantiate, load_problem_module
 
     inductor_config.cpu_backend = "triton"
     torch_triton.triton_backend = lambda: None  # no Triton driver here; the hash only keys Inductor's cache

@@ -1,5 +1,5 @@
 """What sampling a timed repetition's outputs costs inside the measurement lock, per repetition, and
-whether the judge redraws the same positions (``workers.timed_outputs.SampledOutputs``).
+whether the judge redraws the same positions (``workers.harness.timed_outputs.SampledOutputs``).
 
     python scripts/sample_cost.py [--device cuda] [--gb 3.76] [--dtype bf16] [--reps 200] [--json out.json]
 
@@ -24,8 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from workers import timed_outputs  # noqa: E402
-from workers.timed_outputs import SampledOutputs, sample_positions  # noqa: E402
+from workers.harness import timed_outputs  # noqa: E402
+from workers.harness.timed_outputs import SampledOutputs, sample_positions  # noqa: E402
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 

@@ -23,8 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from beamsearch.schema import RunSpec, TimingKnobs  # noqa: E402
-from workers.timing import time_target  # noqa: E402
-from workers.verify import verify_kernel  # noqa: E402
+from workers.harness.timing import time_target  # noqa: E402
+from workers.harness.verify import verify_kernel  # noqa: E402
 
 KERNELS = ["honest.py", "timed_by_stack.py", "counts_calls.py", "timing_gap.py", "stale_when_timed.py",
            "every_other_call.py"]  # fmt: skip

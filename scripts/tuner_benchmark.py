@@ -25,9 +25,9 @@ from beamsearch.schema import Diagnosis, Kernel, RunSpec
 from profiling.ncu import profile_kernel
 from profiling.roofline import classify
 from profiling.work import problem_floor
+from workers.harness.timing import time_target
+from workers.harness.verify import verify_kernel
 from workers.proposers.tuner import TunerProposer
-from workers.timing import time_target
-from workers.verify import verify_kernel
 
 
 def bench_problem(name: str, n: int, parallel: int, folder: Path) -> dict:

@@ -110,7 +110,7 @@ def run_stats(folder: Path) -> dict[str, Any]:
         "not ranked": sum(r["status"] in ("not_timed", "inconclusive") for r in results),
         "inconclusive": sum(r["status"] == "inconclusive" for r in results),
         "not ranked reasons": sorted({r["reason"][:160] for r in results if r["status"] in ("not_timed", "inconclusive")}),
-        "final re-timing": [f"{t['id']}: {t['status'][:120]}" + (f" (first: {t['retried_alone_after'][:80]})"
+        "final re-timing": [f"{t['id']}: {_outcome(t)[:120]}" + (f" (first: {t['retried_alone_after'][:80]})"
                             if t.get("retried_alone_after") else "") for t in final],  # fmt: skip
         "best": f"{(summary or {}).get('best_id')} {(summary or {}).get('best_ms')}",
         "lock wait s": sum(t.get("lock_wait_s", 0.0) for t in timings),
@@ -120,6 +120,11 @@ def run_stats(folder: Path) -> dict[str, Any]:
         "last candidate at": max(ends, default=0.0),
         "rounds started at": state.get("started_at") or 0.0,
     }  # fmt: skip
+
+
+def _outcome(final: dict[str, Any]) -> str:
+    """A final re-timing's status and reason (older summaries held both in the status)."""
+    return f"{final['status']}: {final['reason']}" if final.get("reason") else final["status"]
 
 
 def held_s(timing: dict[str, Any]) -> float:

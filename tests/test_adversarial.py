@@ -18,8 +18,8 @@ import pytest
 
 from beamsearch.schema import RunSpec, TimingKnobs
 from tests.conftest import DATA, KERNELS
-from workers.problem_instance import NUDGE_SEED_ENV
-from workers.sandbox import landlock_abi
+from workers.harness.problem_instance import NUDGE_SEED_ENV
+from workers.harness.sandbox import landlock_abi
 
 ROOT = Path(__file__).resolve().parents[1]
 ADVERSARIAL = KERNELS / "adversarial"
@@ -114,8 +114,8 @@ CASES: list[Case] = [
     _v("patches_cuda_event.py", "patches torch.cuda.Event", "incorrect", "harness_intact", "torch.cuda.Event"),
     _v("patches_do_bench.py", "patches triton.testing.do_bench", "incorrect", "harness_intact",
        "triton.testing.do_bench"),
-    _v("patches_harness.py", "patches workers.compare.compare", "incorrect", "harness_intact",
-       "workers.compare.compare"),
+    _v("patches_harness.py", "patches workers.harness.compare.compare", "incorrect", "harness_intact",
+       "workers.harness.compare.compare"),
     _v("patches_time.py", "patches time.perf_counter", "incorrect", "harness_intact", "time.perf_counter"),
     # ending the process, forging results, writing outside
     _v("exit_at_import.py", "os._exit(0) at import", "crashed", None, "exited with status 0"),
@@ -196,8 +196,8 @@ def check(case: Case, result: object, on_gpu: bool) -> str | None:
 def run(case: Case, device: str, shapes: str) -> object:
     """Verify or time ``case`` (in child processes); returns the Verdict or TimingResult (a search case:
     the timing of a kernel that passed, else the verdict)."""
-    from workers.timing import time_target
-    from workers.verify import verify_kernel
+    from workers.harness.timing import time_target
+    from workers.harness.verify import verify_kernel
 
     spec = RunSpec(problem_path=str(case.problem), shapes=shapes, device=device, dtype="bf16")
     kernel = str(KERNELS / case.kernel)

@@ -34,7 +34,7 @@ def test_code_hash_ignores_comments_docstrings_and_layout() -> None:
 
 
 def _entry(id_: str, ms: float, source: str = SOURCE, round_: int = 1) -> BeamEntry:
-    return BeamEntry(id=id_, kernel=Kernel(source=source, origin="tuner"), median_ms=ms, round=round_)
+    return BeamEntry(id=id_, kernel=Kernel(source=source, origin="tuner"), ranked_ms=ms, round=round_)
 
 
 def _state(beam: list[BeamEntry], **config: object) -> BeamState:
@@ -163,3 +163,13 @@ def test_a_beam_entry_keeps_its_candidates_profile_even_unavailable_but_not_a_sk
     assert entry_of(_result("r1-t0", 1.0, SOURCE).model_copy(update={"profile": failed})).profile == failed  # not retried on resume
     skipped = Profile(available=False, skipped=True, reason="not profiled")
     assert entry_of(_result("r1-t0", 1.0, SOURCE).model_copy(update={"profile": skipped})).profile is None
+
+
+def test_a_state_saved_before_ranked_ms_had_its_name_still_resumes() -> None:
+    """state.json files written before the rename call a beam entry's ranking time ``median_ms``."""
+    state = _state([_entry("r1-t0", 1.0), _entry("r1-t1", 2.0)])
+    state = state.model_copy(update={"input": _entry("input", 3.0, round_=0)})
+    old = state.model_dump_json().replace('"ranked_ms"', '"median_ms"')
+    assert '"median_ms":1.0' in old.replace(" ", "") and '"ranked_ms"' not in old
+    loaded = BeamState.model_validate_json(old)
+    assert loaded == state and [e.ranked_ms for e in loaded.beam] == [1.0, 2.0] and loaded.input.ranked_ms == 3.0

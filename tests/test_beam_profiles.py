@@ -13,10 +13,11 @@ from beamsearch.beam_profiles import NOT_PROFILED
 from beamsearch.config import SearchConfig
 from beamsearch.display import Display
 from beamsearch.driver import Driver
+from beamsearch.pool import failed
 from beamsearch.schema import Kernel, Profile, RunSpec, Timing, TimingResult
-from beamsearch.state import BeamEntry, BeamState, Task, TaskResult
+from beamsearch.state import BeamEntry, BeamState, ProfileJob, ProfileResult, Task, TaskResult
 from beamsearch.trace import TraceWriter
-from workers.task import profile_beam_kernel
+from workers.actor.task import profile_beam_kernel
 
 
 class ScriptedPool:
@@ -28,7 +29,7 @@ class ScriptedPool:
 
     def __init__(self, answers: dict[str, TaskResult], spare_after: int, fail: str = "", task_s: float = 0.0) -> None:
         self.answers, self.spare_after, self.fail, self.task_s = answers, spare_after, fail, task_s
-        self.jobs: list[Task] = []
+        self.jobs: list[ProfileJob] = []
         self.handed: list[Task] = []
 
     def run(self, tasks: list[Task], timeout_s: float, method: str = "run", notify=None, spare_work=None,
@@ -45,16 +46,14 @@ class ScriptedPool:
 
     def _spare(self, spare_work):
         while spare_work is not None and (job := spare_work()) is not None:
-            task, method = job
-            assert method == "profile"
-            self.jobs.append(task)
-            if task.parent.id == self.fail:
-                yield TaskResult(task_id=task.id, parent_id=task.parent.id, round=task.round, direction=0,
-                                 status="failed", reason="the worker died twice running this task")  # fmt: skip
+            assert isinstance(job, ProfileJob)
+            self.jobs.append(job)
+            if job.entry.id == self.fail:
+                yield failed(job, "the worker died twice running this task")
             else:
-                profile = Profile(available=False, reason=f"no ncu for {task.parent.id}", duration_s=1.0)
-                yield TaskResult(task_id=task.id, parent_id=task.parent.id, round=task.round, direction=0, status="ok",
-                                 reason="", profile=profile, stage_s={"profile": 2.0}, gpu_measure_s=1.0)  # fmt: skip
+                profile = Profile(available=False, reason=f"no ncu for {job.entry.id}", duration_s=1.0)
+                yield ProfileResult(job_id=job.id, kernel_id=job.entry.id, profile=profile, stage_s={"profile": 2.0},
+                                    gpu_measure_s=1.0)  # fmt: skip
 
 
 def _result(id_: str, ms: float | None, status: str = "ok") -> TaskResult:
@@ -77,7 +76,7 @@ def _driver(tmp_path, pool: ScriptedPool, device: str = "cuda") -> Driver:
     spec = RunSpec(problem_path="/p/problem.py", shapes="full", device=device)
     profiled_input = Profile(available=True, duration_s=1.0)
     entry = BeamEntry(id="input", kernel=Kernel(source="def kernel_function(x):\n    return x\n", origin="input"),
-                      median_ms=5.0, round=0, profile=profiled_input)  # fmt: skip
+                      ranked_ms=5.0, round=0, profile=profiled_input)  # fmt: skip
     # A replay's round: beam width x directions tasks, planned without the offline optimiser's knob spaces
     # (the scripted pool answers them; nothing reads the recorded run).
     config = SearchConfig(problem="p", beam_width=3, directions=2, rounds=1, replay="/recorded/run")
@@ -91,7 +90,7 @@ def test_only_the_beams_new_kernels_are_profiled_and_the_trace_says_so(tmp_path)
     driver = _driver(tmp_path, pool)
     driver.run_round(1)
 
-    assert [job.parent.id for job in pool.jobs] == ["r1-t0", "r1-t1"]
+    assert [job.entry.id for job in pool.jobs] == ["r1-t0", "r1-t1"]
     beam = {e.id: e for e in driver.state.beam}
     assert list(beam) == ["r1-t0", "r1-t1", "input"]
     assert beam["r1-t0"].profile.reason == "no ncu for r1-t0"
@@ -118,7 +117,7 @@ def test_profiles_start_while_tasks_run_and_one_pushed_out_is_counted_unused(tmp
     driver.run_round(1)
 
     # r1-t2 came first, and the beam as it stood then (the input and r1-t2) had room for it.
-    assert [job.parent.id for job in pool.jobs] == ["r1-t2", "r1-t0", "r1-t1"]
+    assert [job.entry.id for job in pool.jobs] == ["r1-t2", "r1-t0", "r1-t1"]
     assert [e.id for e in driver.state.beam] == ["r1-t0", "r1-t1", "input"]
     assert all(e.profile is not None for e in driver.state.beam)
     record = driver.state.rounds[0]
@@ -135,7 +134,8 @@ def test_a_kernel_with_a_profile_job_running_gets_no_second_one(tmp_path) -> Non
     results = [ANSWERS["r1-t0"], ANSWERS["r1-t1"]]
     profiles = BeamProfiles(driver.state, 1, results)
     first, second = profiles.next_job(), profiles.next_job()  # neither job is back yet
-    assert [first[0].parent.id, second[0].parent.id] == ["r1-t0", "r1-t1"] and profiles.next_job() is None
+    assert [first.entry.id, second.entry.id] == ["r1-t0", "r1-t1"] and profiles.next_job() is None
+    assert first.id == "r1-profile-r1-t0"
     results.append(ANSWERS["r1-t3"])  # rejected: never in the beam
     assert profiles.next_job() is None
 
@@ -165,7 +165,7 @@ def test_cpu_runs_profile_nothing(tmp_path) -> None:
 
 
 def test_a_workers_profile_job_measures_the_kernel_once(tmp_path, monkeypatch) -> None:
-    from workers import task as task_fns
+    from workers.actor import task as task_fns
 
     calls: list[str] = []
 
@@ -177,9 +177,9 @@ def test_a_workers_profile_job_measures_the_kernel_once(tmp_path, monkeypatch) -
     ctx = task_fns.WorkerContext("w0")
     spec = RunSpec(problem_path="/p/problem.py", shapes="full", device="cuda")
     entry = BeamEntry(id="r1-t0", kernel=Kernel(source="def kernel_function(x):\n    return x\n", origin="tuner"),
-                      median_ms=1.0, round=1)  # fmt: skip
-    job = Task(id="r1-profile-r1-t0", round=1, direction=0, parent=entry, spec=spec, config=SearchConfig(problem="p"))
+                      ranked_ms=1.0, round=1)  # fmt: skip
+    job = ProfileJob(id="r1-profile-r1-t0", round=1, entry=entry, spec=spec)
     first, again = profile_beam_kernel(job, ctx), profile_beam_kernel(job, ctx)
-    assert len(calls) == 1 and first.status == "ok" and first.parent_id == "r1-t0" and first.gpu_measure_s == 0.7
+    assert len(calls) == 1 and first.kernel_id == "r1-t0" and first.job_id == job.id and first.gpu_measure_s == 0.7
     assert again.profile == first.profile and again.gpu_measure_s == 0.0  # nothing measured the second time
     assert "profile" in first.stage_s

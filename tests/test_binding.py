@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from workers.binding import BindError, bind, model_values
+from workers.harness.binding import BindError, bind, model_values
 
 VALUES = {"weight": "W", "stride": 2, "padding": 1, "dilation": 3, "kernel_size": 3, "eps": 1e-5}
 

@@ -10,8 +10,8 @@ import pytest
 
 from beamsearch.schema import RunSpec
 from tests.conftest import KERNELS
-from workers import child_process
-from workers.verify import verify_kernel
+from workers.harness import child_process
+from workers.harness.verify import verify_kernel
 
 
 def spare_of(module: str) -> child_process._Child:
@@ -21,26 +21,26 @@ def spare_of(module: str) -> child_process._Child:
 
 def test_each_job_gets_a_fresh_process_and_a_spare_waits(scale_spec: RunSpec) -> None:
     verify_kernel(scale_spec, str(KERNELS / "good.py"))
-    spare = spare_of("workers.verify_child")
+    spare = spare_of("workers.harness.verify_child")
     assert spare.proc.poll() is None  # alive, waiting for a job
     verdict = verify_kernel(scale_spec, str(KERNELS / "good.py"))
     assert verdict.passed
     assert spare.proc.poll() == 0  # it was used for that job, and exited
     assert not spare.folder.exists()  # its folder is gone
-    assert spare_of("workers.verify_child") is not spare
+    assert spare_of("workers.harness.verify_child") is not spare
     child_process._kill_spares()
     assert not child_process._spares
 
 
 def test_spares_started_ahead_serve_the_first_jobs(scale_spec: RunSpec) -> None:
     child_process._kill_spares()
-    child_process.start_spares(["workers.verify_child", "workers.timing_child"], "cpu")
-    spares = {m: spare_of(m) for m in ("workers.verify_child", "workers.timing_child")}
-    child_process.start_spares(["workers.verify_child"], "cpu")  # one is there: no second
-    assert spare_of("workers.verify_child") is spares["workers.verify_child"]
+    child_process.start_spares(["workers.harness.verify_child", "workers.harness.timing_child"], "cpu")
+    spares = {m: spare_of(m) for m in ("workers.harness.verify_child", "workers.harness.timing_child")}
+    child_process.start_spares(["workers.harness.verify_child"], "cpu")  # one is there: no second
+    assert spare_of("workers.harness.verify_child") is spares["workers.harness.verify_child"]
     assert verify_kernel(scale_spec, str(KERNELS / "good.py")).passed
-    assert spares["workers.verify_child"].proc.poll() == 0  # the first job ran in it
-    assert spares["workers.timing_child"].proc.poll() is None  # still waiting for its job
+    assert spares["workers.harness.verify_child"].proc.poll() == 0  # the first job ran in it
+    assert spares["workers.harness.timing_child"].proc.poll() is None  # still waiting for its job
     child_process._kill_spares()
 
 
@@ -77,7 +77,7 @@ def test_processes_a_kernel_starts_are_rejected_and_do_not_outlive_its_job(
 
 
 def test_the_kernel_writes_only_its_own_folder(scale_spec: RunSpec, tmp_path) -> None:
-    from workers.sandbox import landlock_abi
+    from workers.harness.sandbox import landlock_abi
 
     if landlock_abi() < 1:
         pytest.skip("Landlock is not available on this kernel")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 
 from beamsearch.schema import Tolerance
-from workers.compare import compare
-from workers.torch_guard import ObservedCall, TorchComputeGuard, poison_, unwritten_mask
+from workers.harness.compare import compare
+from workers.harness.torch_guard import ObservedCall, TorchComputeGuard, poison_, unwritten_mask
 
 TOL = Tolerance(atol=1e-2, rtol=1e-2)
 
@@ -102,7 +102,7 @@ def test_host_reads_and_thread_starts_are_counted() -> None:
 
 
 def test_snapshot_names_replaced_functions_not_new_ones(monkeypatch) -> None:
-    from workers.integrity import BackgroundWork, Snapshot
+    from workers.harness.integrity import BackgroundWork, Snapshot
 
     snap = Snapshot.take()
     assert snap.changed() == []

@@ -17,10 +17,10 @@ import torch
 
 from beamsearch.problems import resolve_problem
 from beamsearch.schema import RunSpec
+from workers.harness.verify import verify_kernel
 from workers.proposers.compile_seed import seed_from_inductor, seed_from_recording
 from workers.proposers.inductor_code import parse_output_code
 from workers.proposers.knob_space import render, space_of
-from workers.verify import verify_kernel
 
 DATA = Path(__file__).parent / "data"
 RECORDED = sorted(p for p in (DATA / "inductor").iterdir() if p.is_dir())

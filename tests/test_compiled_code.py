@@ -9,7 +9,7 @@ import pytest
 
 from beamsearch.schema import RunSpec
 from tests.conftest import DATA
-from workers.timing import time_target
+from workers.harness.timing import time_target
 
 GPU_SPEC = RunSpec(problem_path=str(DATA / "scale_rows_problem.py"), shapes="full", device="cuda")
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from workers import gpu_lock as locks
-from workers.gpu_lock import gpu_in_use, gpu_lock
+from workers.harness import gpu_lock as locks
+from workers.harness.gpu_lock import gpu_in_use, gpu_lock
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE_GPU = "gpu-test-0000"
@@ -24,7 +24,7 @@ FAKE_GPU = "gpu-test-0000"
 JOB = """
 import json, sys, time
 from pathlib import Path
-from workers import gpu_lock as locks
+from workers.harness import gpu_lock as locks
 locks.device_key = lambda device: {gpu!r}
 locks._gpu_visible = lambda: True
 kind, lock_dir, hold_s, name = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
@@ -180,8 +180,8 @@ def test_on_a_gpu_a_timing_waits_for_another_processs_gpu_job(path: str, tmp_pat
 
     from beamsearch.schema import RunSpec, TimingKnobs
     from tests.conftest import DATA, KERNELS
-    from workers.timing import time_target
-    from workers.verify import verify_kernel
+    from workers.harness.timing import time_target
+    from workers.harness.verify import verify_kernel
 
     monkeypatch.setenv("BEAMSEARCH_LOCK_DIR", str(tmp_path))  # the children's locks too
     spec = RunSpec(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from workers.gpu_lock import gpu_slot
+from workers.harness.gpu_lock import gpu_slot
 
 
 def test_places_are_shared_and_none_means_no_budget(tmp_path) -> None:

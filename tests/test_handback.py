@@ -19,7 +19,7 @@ def _kernel(body: str) -> Kernel:
 def _round(places: int, finished: dict[str, TaskResult] | None = None,
            waiting: list[PendingKernel] = ()) -> tuple[BeamState, Handback]:  # fmt: skip
     spec = RunSpec(problem_path="/p/problem.py", shapes="small", device="cpu")
-    entry = BeamEntry(id="input", kernel=Kernel(source=PARENT, origin="input"), median_ms=1.0, round=0)
+    entry = BeamEntry(id="input", kernel=Kernel(source=PARENT, origin="input"), ranked_ms=1.0, round=0)
     state = BeamState(config=SearchConfig(problem="p", beam_width=1, directions=2), problem="p", spec=spec,
                       beam=[entry])  # fmt: skip
     tasks = {t.id: t for t in plan_round(state, 1)}
@@ -62,7 +62,7 @@ def test_a_kernel_the_run_has_seen_is_not_tried_again() -> None:
 
 def test_a_kernel_waiting_from_an_earlier_round_is_not_handed_back_twice() -> None:
     b = _kernel("x * 2")
-    parent = BeamEntry(id="input", kernel=Kernel(source=PARENT, origin="input"), median_ms=1.0, round=0)
+    parent = BeamEntry(id="input", kernel=Kernel(source=PARENT, origin="input"), ranked_ms=1.0, round=0)
     earlier = PendingKernel(id="r0-t9-k1", kernel=b, parent=parent, direction=0, from_task="r0-t9")
     _, handback = _round(places=4, waiting=[earlier])
     notes, _ = handback.take(_result("r1-t0", _kernel("x + 1"), [b]), seen={})

@@ -24,9 +24,9 @@ LAYERS = {
     "beamsearch.llm_records": SHARED_DATA,
     "prompts.records": SHARED_DATA,
     "workers": HARNESS,
+    "workers.harness": HARNESS,
     "workers.proposers": HARNESS,
     "workers.actor": ACTOR,
-    "workers.task": ACTOR,
     "profiling": HARNESS,
     "prompts": HARNESS,
     "beamsearch": DRIVER,
@@ -84,13 +84,22 @@ def test_the_check_sees_lazy_imports_and_layers(tmp_path) -> None:
     """A lazy import inside a function counts; a module that is not ours does not."""
     source = tmp_path / "m.py"
     source.write_text(
-        "import os\n\ndef f():\n    from beamsearch.driver import Driver\n    import workers.task\n"
+        "import os\n\ndef f():\n    from beamsearch.driver import Driver\n    import workers.actor.task\n"
     )
-    assert our_imports(source) == {"beamsearch.driver", "workers.task"}
-    assert [layer(m) for m in ("beamsearch.schema", "workers.clock", "workers.task", "beamsearch.run")] == [
+    assert our_imports(source) == {"beamsearch.driver", "workers.actor.task"}
+    assert [layer(m) for m in ("beamsearch.schema", "workers.harness.clock", "workers.actor.task", "beamsearch.run")] == [
         0,
         1,
         2,
         3,
     ]
     assert layer("workers.proposers.llm") == HARNESS and layer("prompts.records") == SHARED_DATA
+
+
+def test_the_harness_and_the_proposers_stay_apart() -> None:
+    """workers/ holds three concerns: the harness and the proposers import neither each other nor the
+    actor; only the actor's task ties them together."""
+    for part, others in (("harness", ("workers.proposers", "workers.actor")), ("proposers", ("workers.harness", "workers.actor"))):
+        for path in sorted((ROOT / "workers" / part).glob("*.py")):
+            wrong = {m for m in our_imports(path) if m.startswith(others)}
+            assert not wrong, f"{module_name(path)} imports {sorted(wrong)}"

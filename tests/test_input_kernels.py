@@ -6,7 +6,7 @@ import pytest
 
 from beamsearch.problems import bundled_problem_names, resolve_problem
 from beamsearch.schema import RunSpec
-from workers.verify import verify_kernel
+from workers.harness.verify import verify_kernel
 
 
 @pytest.mark.parametrize("name", bundled_problem_names())

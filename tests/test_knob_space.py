@@ -8,9 +8,9 @@ import pytest
 
 from beamsearch.problems import resolve_problem
 from beamsearch.schema import RunSpec
+from workers.harness.verify import verify_kernel
 from workers.proposers.knob_space import KnobSpace, describe, render, space_of
 from workers.proposers.tuner import find_knobs
-from workers.verify import verify_kernel
 
 # Two kernels, three launches (one of them twice), a tl.dot, a grid of two axes: parsed, never run.
 SOURCE = """

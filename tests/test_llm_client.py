@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import SHARED
 from tests.llm_server import Empty, Garbage, HttpError, Reply, ScriptedLLMServer, Slow
-from workers.llm_client import LLMCall, LLMClient, LLMConfig, LLMUnavailable
+from workers.proposers.llm_client import LLMCall, LLMClient, LLMConfig, LLMUnavailable
 
 REPO = Path(__file__).resolve().parents[1]
 KEY_ENV = "BEAMSEARCH_TEST_LLM_KEY"
@@ -192,7 +192,7 @@ def _run_python(code: str) -> subprocess.CompletedProcess[str]:
 def test_importing_the_module_does_not_import_litellm() -> None:
     run = _run_python("""
         import sys
-        import workers.llm_client
+        import workers.proposers.llm_client
         print("litellm" in sys.modules)
     """)
     assert run.returncode == 0, run.stderr
@@ -215,7 +215,7 @@ def test_no_network_beyond_the_configured_server(server: ScriptedLLMServer) -> N
         socket.socket.connect, socket.getaddrinfo = connect, getaddrinfo
         os.environ.pop("LITELLM_LOCAL_MODEL_COST_MAP", None)
         os.environ["{KEY_ENV}"] = "sk-test"
-        from workers.llm_client import LLMClient, LLMConfig
+        from workers.proposers.llm_client import LLMClient, LLMConfig
         call = LLMClient(LLMConfig(model="openai/test-model", api_base="{server.api_base}",
                                    api_key_env="{KEY_ENV}", timeout_s=5, max_retries=0)).complete("p")
         print(json.dumps({{"status": call.status, "seen": seen}}))

@@ -12,8 +12,8 @@ from beamsearch.schema import Bottleneck, Diagnosis, Kernel, Roofline, Verdict
 from profiling.peaks import effective_peaks
 from tests.conftest import KERNELS, SHARED
 from tests.llm_server import Garbage, HttpError, Reply, ScriptedLLMServer, Slow
-from workers.llm_client import LLMClient, LLMConfig
 from workers.proposers.llm import LLMProposer
+from workers.proposers.llm_client import LLMClient, LLMConfig
 from workers.proposers.rules import rules_diagnosis
 
 KEY_ENV = "BEAMSEARCH_TEST_LLM_KEY"

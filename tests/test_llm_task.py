@@ -1,4 +1,4 @@
-"""The LLM path of one task (workers/task.py), with the real client against the scripted server and no
+"""The LLM path of one task (workers/actor/task.py), with the real client against the scripted server and no
 Ray: what the user sees when the model gives nothing usable, what the prompts carry, what is asked again.
 These tasks end before any kernel runs, so they are quick on the CPU."""
 
@@ -17,7 +17,7 @@ from beamsearch.state import BeamEntry, Task
 from beamsearch.trace import published_files
 from tests.conftest import DATA
 from tests.llm_server import HttpError, Reply, Respond, ScriptedLLMServer
-from workers import task as task_fns
+from workers.actor import task as task_fns
 
 KEY_ENV = "BEAMSEARCH_TEST_LLM_KEY"
 PROBLEM = str(DATA / "scale_rows_problem.py")
@@ -40,7 +40,7 @@ def make_task(
 ) -> Task:
     settings = dict(problem=PROBLEM, llm="openai/test-model", api_base=server.api_base, api_key_env=KEY_ENV,
                     llm_timeout_s=2.0, llm_retries=0) | config  # fmt: skip
-    parent = BeamEntry(id="input", kernel=Kernel(source=SOURCE, origin="input"), median_ms=4.8, round=0)
+    parent = BeamEntry(id="input", kernel=Kernel(source=SOURCE, origin="input"), ranked_ms=4.8, round=0)
     return Task(id=f"r1-t{direction}", round=1, direction=direction, parent=parent, floor=FLOOR,
                 spec=RunSpec(problem_path=PROBLEM, shapes="small", device="cpu"), config=SearchConfig(**settings),
                 history=history or [])  # fmt: skip

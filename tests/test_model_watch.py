@@ -6,8 +6,8 @@ from beamsearch.config import SearchConfig
 from beamsearch.model_watch import ModelWatch
 from beamsearch.state import TaskResult
 from tests.conftest import DATA
-from workers.llm_client import LLMCall, LLMUnavailable
 from workers.proposers.llm import Exchange
+from workers.proposers.llm_client import LLMCall, LLMUnavailable
 
 CONFIG = SearchConfig(problem=str(DATA / "scale_rows_problem.py"), llm="openai/m")
 

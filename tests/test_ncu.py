@@ -68,7 +68,7 @@ echo "$REPORT" > "$log"'''
 def test_the_profiled_process_gets_its_job_on_stdin_and_ncus_report_is_read_back(monkeypatch, tmp_path) -> None:
     """On the CPU the profiled call itself fails (no CUDA), but that answer has to come through the job's
     signed result, and the report through the job's folder; a spare waits for the next job."""
-    from workers import child_process
+    from workers.harness import child_process
 
     script = fake_ncu(tmp_path, PASS_THROUGH)
     monkeypatch.setattr(ncu, "find_ncu", lambda: script)
@@ -86,7 +86,7 @@ def test_the_profiled_process_gets_its_job_on_stdin_and_ncus_report_is_read_back
 
 
 def test_a_workers_ncu_process_started_ahead_serves_its_first_profile(monkeypatch, tmp_path) -> None:
-    from workers import child_process
+    from workers.harness import child_process
 
     script = fake_ncu(tmp_path, PASS_THROUGH)
     monkeypatch.setattr(ncu, "find_ncu", lambda: script)

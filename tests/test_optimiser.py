@@ -91,7 +91,7 @@ def beam_state(beam_width: int = 2, roofline: str = "memory") -> BeamState:
         at_roofline_pct=90.0,
     )
     entry = BeamEntry(
-        id="input", kernel=Kernel(source=SOURCE, origin="input"), median_ms=5.0, round=0, roofline=roof
+        id="input", kernel=Kernel(source=SOURCE, origin="input"), ranked_ms=5.0, round=0, roofline=roof
     )
     return BeamState(config=SearchConfig(problem="p", beam_width=beam_width), problem="p", spec=spec, beam=[entry],
                      input=entry, seen={code_hash(SOURCE): "input"})  # fmt: skip
@@ -201,7 +201,7 @@ def test_a_beam_kernel_the_optimiser_made_is_searched_through_its_root() -> None
     opt = Optimiser(state.optimiser, {}, seed=0, budget=None, make=ShuffleSearcher)
     tasks, state = run_round(opt, state, 1, 4, lambda t: 1.0 + block_of(t))
     best = min(tasks, key=block_of)
-    child = BeamEntry(id=best.id, kernel=best.kernel, median_ms=1.0 + block_of(best), round=1)
+    child = BeamEntry(id=best.id, kernel=best.kernel, ranked_ms=1.0 + block_of(best), round=1)
     state = state.model_copy(update={"beam": [child, state.input]})
     tasks2 = Optimiser(state.optimiser, {}, seed=0, budget=None, make=ShuffleSearcher).plan(state, 2, 4)
     assert len(tasks2) == 4 and {t.parent.id for t in tasks2} == {best.id}
@@ -211,7 +211,7 @@ def test_a_beam_kernel_the_optimiser_made_is_searched_through_its_root() -> None
 def test_a_kernel_without_knobs_gets_no_searcher_and_the_round_goes_to_the_others() -> None:
     state = beam_state()
     plain = BeamEntry(id="r1-x", kernel=Kernel(source="def kernel_function(x):\n    return x\n", origin="llm"),
-                      median_ms=0.5, round=1)  # fmt: skip
+                      ranked_ms=0.5, round=1)  # fmt: skip
     state = state.model_copy(update={"beam": [plain, *state.beam]})
     tasks = Optimiser(state.optimiser, {}, seed=0, budget=None, make=ShuffleSearcher).plan(state, 1, 6)
     assert len(tasks) == 6 and {t.parent.id for t in tasks} == {"input"}

@@ -82,3 +82,26 @@ def test_the_sweep_tries_every_point_of_a_tiny_space_and_compares_with_a_search(
     assert result["search_candidates"] == 2 and result["candidate_share"] == 2 / len(warps)
     assert f"sweep of scale_rows_problem: {len(warps) + 1} points, {len(warps)} candidates in" in swept.stdout
     assert "of the sweep's" in swept.stdout
+
+
+def test_a_replays_kernels_in_the_beam_are_tuned_beside_its_proposals(tmp_path) -> None:
+    """A portfolio round: with a replay, a kernel it proposed that the beam kept gets knob variants in
+    the next round (ids r2-u*), as many as the round's replay tasks, from that kernel's own space."""
+    trace = tmp_path / "recorded"
+    warps_only = (DATA / "search" / "warps_only_kernel.py").read_text()
+    for round_, warps in ((1, 4), (2, 2)):
+        (trace / f"round_{round_}").mkdir(parents=True)
+        (trace / f"round_{round_}" / "kernel.py").write_text(warps_only.replace("num_warps=4", f"num_warps={warps}"))
+    out = tmp_path / "run"
+    done = run_cli("--problem", PROBLEM, "--kernel", str(START), "--replay", str(trace), "--out", str(out), "--rounds", "2",
+                   "--workers", "2", "--beam-width", "2", "--directions", "1", "--quiet", timeout=900)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary, candidates = check_trace(out, rounds=2)
+    replayed = candidates["r1-t0"]
+    assert replayed.status == "ok" and replayed.kernel.origin == "replay"
+    assert not [i for i in candidates if i.startswith("r1-u")]  # round 1's beam held only the input
+    tuned = [r for i, r in candidates.items() if i.startswith("r2-u")]
+    model = [r for i, r in candidates.items() if i.startswith("r2-t")]
+    assert tuned and len(tuned) <= len(model), sorted(candidates)
+    assert all(r.kernel.origin == "tuner" and r.kernel.parent_hash == replayed.kernel.hash for r in tuned)
+    assert all("num_warps" in r.kernel.note for r in tuned)

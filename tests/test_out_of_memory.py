@@ -13,10 +13,10 @@ import pytest
 
 from beamsearch.schema import SEARCH_TIMING, CheckResult, RunSpec, TimingResult, Verdict
 from tests.conftest import KERNELS
-from workers import task
-from workers.gpu_lock import gpu_lock, gpu_memory
-from workers.timing import time_target
-from workers.verify import verify_kernel
+from workers.actor import task
+from workers.harness.gpu_lock import gpu_lock, gpu_memory
+from workers.harness.timing import time_target
+from workers.harness.verify import verify_kernel
 
 OOM = "problem_error: verification could not run: OutOfMemoryError: CUDA out of memory. Tried to allocate 7.00 GiB."
 SLOTS = 2

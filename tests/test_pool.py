@@ -71,25 +71,30 @@ class _StandIn:
     def where(self) -> str:
         return self.name
 
-    def _answer(self, task, method: str):
+    def _start(self, method: str) -> None:
         import os
         import time
         from pathlib import Path
-
-        from beamsearch.state import TaskResult
 
         if method == self.die_in and not Path(self.marker).exists():
             Path(self.marker).touch()
             os._exit(1)
         time.sleep(0.2)
-        return TaskResult(task_id=task.id, parent_id=task.parent.id, round=1, direction=0, status="ok",
-                          reason=method, worker=self.name, lesson=str(task.screen_above_ms))  # fmt: skip
 
     def run(self, task):
-        return self._answer(task, "run")
+        from beamsearch.state import TaskResult
 
-    def profile(self, task):
-        return self._answer(task, "profile")
+        self._start("run")
+        return TaskResult(task_id=task.id, parent_id=task.parent.id, round=1, direction=0, status="ok",
+                          reason="run", worker=self.name, lesson=str(task.screen_above_ms))  # fmt: skip
+
+    def profile(self, job):
+        from beamsearch.schema import Profile
+        from beamsearch.state import ProfileResult
+
+        self._start("profile")
+        return ProfileResult(job_id=job.id, kernel_id=job.entry.id, profile=Profile(available=False, reason="profile"),
+                             worker=self.name)  # fmt: skip
 
 
 class _Recorded:
@@ -117,9 +122,24 @@ def _task(id_: str):
     from beamsearch.schema import Kernel, RunSpec
     from beamsearch.state import BeamEntry, Task
 
-    entry = BeamEntry(id="input", kernel=Kernel(source="x = 1", origin="input"), median_ms=1.0, round=0)
+    entry = BeamEntry(id="input", kernel=Kernel(source="x = 1", origin="input"), ranked_ms=1.0, round=0)
     spec = RunSpec(problem_path="/p/problem.py", shapes="full", device="cpu")
     return Task(id=id_, round=1, direction=0, parent=entry, spec=spec, config=SearchConfig(problem="p"))
+
+
+def _profile_job(id_: str):
+    from beamsearch.state import ProfileJob
+
+    task = _task(id_)
+    return ProfileJob(id=id_, round=1, entry=task.parent.model_copy(update={"id": f"k-{id_}"}), spec=task.spec)
+
+
+def _done(results) -> list[tuple[str, str]]:
+    """Each result's job id and how it ended: a task's reason, a profile job's profile's reason."""
+    from beamsearch.state import ProfileResult
+
+    return sorted((r.job_id, r.profile.reason) if isinstance(r, ProfileResult) else (r.task_id, r.reason)
+                  for r in results)  # fmt: skip
 
 
 def test_spare_work_is_handed_out_only_once_every_task_is_out(local_ray) -> None:
@@ -128,15 +148,14 @@ def test_spare_work_is_handed_out_only_once_every_task_is_out(local_ray) -> None
     handed: list[tuple[str, str]] = []
     workers = [Worker(f"w{i}", _Recorded(_StandIn.remote(f"w{i}"), handed)) for i in range(2)]
     pool = WorkerPool(workers=workers, gpu_share=0.0, on_gpu=False, make=lambda name: None)
-    spare, asked = [_task("p0"), _task("p1")], []
+    spare, asked = [_profile_job("p0"), _profile_job("p1")], []
 
     def spare_work():
         asked.append(len(handed))
-        return (spare.pop(0), "profile") if spare else None
+        return spare.pop(0) if spare else None
 
     results = list(pool.run([_task("t0"), _task("t1"), _task("t2")], 60, spare_work=spare_work))
-    assert sorted((r.task_id, r.reason) for r in results) == [
-        ("p0", "profile"), ("p1", "profile"), ("t0", "run"), ("t1", "run"), ("t2", "run")]  # fmt: skip
+    assert _done(results) == [("p0", "profile"), ("p1", "profile"), ("t0", "run"), ("t1", "run"), ("t2", "run")]
     assert [m for m, _ in handed] == ["run"] * 3 + ["profile"] * 2
     assert min(asked) == 3  # first asked once the three tasks were out
     assert asked[-1] == 5  # and asked again after the last job, to learn there is no more
@@ -164,8 +183,8 @@ def test_a_spare_job_whose_worker_dies_is_retried_as_the_same_kind_of_job(local_
 
     handle = _StandIn.remote("w0", die_in="profile", marker=str(tmp_path / "died"))
     pool = WorkerPool(workers=[Worker("w0", handle)], gpu_share=0.0, on_gpu=False, make=lambda name: None)
-    spare = [_task("p0")]
-    results = list(pool.run([], 60, spare_work=lambda: (spare.pop(0), "profile") if spare else None))
-    assert [(r.task_id, r.status, r.reason) for r in results] == [("p0", "ok", "profile")]
+    spare = [_profile_job("p0")]
+    results = list(pool.run([], 60, spare_work=lambda: spare.pop(0) if spare else None))
+    assert _done(results) == [("p0", "profile")] and results[0].kernel_id == "k-p0"
     assert (tmp_path / "died").exists()
     pool.shutdown()

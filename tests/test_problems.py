@@ -8,7 +8,12 @@ import torch
 from beamsearch.problems import ProblemNotFound, bundled_problem_names, resolve_problem
 from beamsearch.schema import RunSpec
 from tests.conftest import DATA
-from workers.problem_instance import ProblemLoadError, instantiate, load_problem_module, reference_output
+from workers.harness.problem_instance import (
+    ProblemLoadError,
+    instantiate,
+    load_problem_module,
+    reference_output,
+)
 
 FIVE = [
     "04_Matrix_vector_multiplication",

@@ -99,9 +99,9 @@ def record_run(out: Path, *, device: str = "cuda", summary: bool = True) -> Summ
     floor = Floor(work=Work(bytes_moved=7_516_192_768, flops=0), dram_gbps=4250.0, tflops=687.0, memory_ms=1.7685,
                   compute_ms=0.0, floor_ms=1.7685, bound="memory", peaks_source="measured") if gpu else None  # fmt: skip
     if not summary:
-        entry = BeamEntry(id="r3-t0", kernel=plan[3][0].kernel, median_ms=1.6, round=3)
+        entry = BeamEntry(id="r3-t0", kernel=plan[3][0].kernel, ranked_ms=1.6, round=3)
         state = BeamState(config=config, problem=PROBLEM, spec=spec(device), round=4, beam=[entry],
-                          input=BeamEntry(id="input", kernel=inp.kernel, median_ms=2.5, round=0), baselines=baselines,
+                          input=BeamEntry(id="input", kernel=inp.kernel, ranked_ms=2.5, round=0), baselines=baselines,
                           floor=floor, rounds=rounds, gpu_name="NVIDIA H200" if gpu else "", elapsed_s=600.0)  # fmt: skip
         trace.save_state(state)
         return state
@@ -246,3 +246,16 @@ def test_input_stayed_the_best(tmp_path) -> None:
     assert "| metric | input | fastest candidate (`r3-t0`) | change |" in text
     assert "| Kernel duration | 2.500 ms | 1.600 ms | 0.64x |" in text
     assert_png(folder / "convergence.png")
+
+
+def test_a_gpu_runs_summary_leads_with_the_best_baseline(tmp_path) -> None:
+    """The bar users compare with comes first: the console's summary table and the plot's title name the
+    fastest PyTorch baseline and the best kernel's ratio to it (torch.compile here, 3.4 ms)."""
+    from beamsearch.display import _summary_table
+
+    s = record_run(tmp_path / PROBLEM).model_copy(
+        update={"best_baseline": "compile", "speedup_vs_best_baseline": 3.4 / 1.61})
+    assert "2.11x the best PyTorch baseline (compile)" in str(_summary_table(s).title)
+    (tmp_path / PROBLEM / "summary.json").write_text(s.model_dump_json())
+    title = rep.convergence(rep.load_run(tmp_path / PROBLEM)).title.splitlines()[-1]
+    assert title.startswith("best 1.610 ms, 2.11x vs compile (the best baseline)"), title

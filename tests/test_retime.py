@@ -4,6 +4,7 @@ real child's checks are tested in test_timing.py and, on a GPU, test_verify_gpu.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -15,8 +16,8 @@ from beamsearch.report import best_round_text, load_run
 from beamsearch.schema import CheckResult, Kernel, RunSpec, Timing, TimingResult
 from beamsearch.state import BeamEntry, BeamState, FinalTiming, Summary
 from beamsearch.trace import TraceWriter
-from workers import task
-from workers.task import WorkerContext, final_timing
+from workers.actor import task
+from workers.actor.task import WorkerContext, final_timing
 
 
 def _ok(ms: float) -> TimingResult:
@@ -70,7 +71,7 @@ def cuda_spec(tmp_path, monkeypatch) -> RunSpec:
 
 def _entry(cand_id: str) -> BeamEntry:
     return BeamEntry(id=cand_id, kernel=Kernel(source=f"def kernel_function(x):  # {cand_id}\n    return x\n",
-                                               origin="tuner"), median_ms=1.0, round=int(cand_id[1]) if cand_id[1:2].isdigit() else 0)  # fmt: skip
+                                               origin="tuner"), ranked_ms=1.0, round=int(cand_id[1]) if cand_id[1:2].isdigit() else 0)  # fmt: skip
 
 
 def test_a_failed_re_timing_is_retried_alone_and_only_a_pass_keeps_a_time(monkeypatch, cuda_spec) -> None:
@@ -83,12 +84,17 @@ def test_a_failed_re_timing_is_retried_alone_and_only_a_pass_keeps_a_time(monkey
     stream = retimed["r4-t2"]  # failed alone only a check other processes on the GPU can fail
     assert stream.median_ms is None and stream.crowned_ms is None
     assert (
-        stream.status.startswith("inconclusive: current_stream")
+        stream.status == "inconclusive"
+        and stream.reason.startswith("current_stream")
         and stream.retried_alone_after == "current_stream: d"
     )
     assert stream.medians_ms == [1.0] and "not crowned" in stream.note
     wrong = retimed["r1-t3"]  # the kernel's own failure, alone too
-    assert wrong.status.startswith("failed: output_after_timing") and wrong.crowned_ms is None
+    assert (
+        wrong.status == "failed"
+        and wrong.reason.startswith("output_after_timing")
+        and wrong.crowned_ms is None
+    )
     passed_alone = retimed["r2-t0"]
     assert (
         passed_alone.status == "ok"
@@ -105,7 +111,9 @@ def test_on_the_cpu_a_failure_alone_is_a_failure_not_inconclusive(monkeypatch, t
     cpu = RunSpec(problem_path="/p/problem.py", shapes="small", device="cpu")
     path = WorkerContext("w0").kernel_file("retime-k", _entry("r1-t0").kernel)
     judged = final_timing(cpu, "k", path, [_ok(1.0), _failed("clocks_agree")])
-    assert judged.status.startswith("failed: clocks_agree") and judged.crowned_ms is None
+    assert (
+        judged.status == "failed" and judged.reason.startswith("clocks_agree") and judged.crowned_ms is None
+    )
 
 
 class RetimePool:
@@ -155,3 +163,27 @@ def test_a_round_counts_its_inconclusive_candidates_apart_from_failures(tmp_path
     assert record.inconclusive == 1 and record.failed == 0 and "r1-t4" not in record.beam
     run = load_run(tmp_path / "run")
     assert "| 0; 1 inconclusive |" in rounds_table(run) and "not counted as failed" in rounds_table(run)
+
+
+COMMITTED_SUMMARY = (
+    Path(__file__).parent.parent / "docs/gpu-runs/2026-11-25-h100-screening/b/full-2/summary.json"
+)
+
+
+def test_a_committed_summary_loads_and_an_old_status_with_its_reason_is_split() -> None:
+    """Summaries written before the reason had its own field said ``failed: <reason>`` in the status."""
+    text = COMMITTED_SUMMARY.read_text()
+    summary = Summary.model_validate_json(text)
+    assert summary.final_retime and all(t.status == "ok" and t.reason == "" for t in summary.final_retime)
+    assert all(b.status == "ok" for b in summary.baselines)
+
+    old = json.loads(text)
+    old["final_retime"][0].update(
+        median_ms=None, status="inconclusive: current_stream: d", retried_alone_after="x"
+    )
+    first = Summary.model_validate(old).final_retime[0]
+    assert (first.status, first.reason, first.crowned_ms) == ("inconclusive", "current_stream: d", None)
+    assert first.note.endswith("timed again alone, inconclusive: current_stream: d; not crowned")
+    assert FinalTiming.model_validate_json(first.model_dump_json()) == first
+    with pytest.raises(ValueError, match="status"):
+        FinalTiming(id="k", median_ms=None, status="gone")

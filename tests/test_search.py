@@ -199,14 +199,14 @@ def _orphans(patience_s: float = 60.0) -> list[str]:
 
 
 def runs_verify_children() -> list[str]:
-    """``workers.verify_child`` processes started by a ``run_cli`` of this test session. Ray's workers
+    """``workers.harness.verify_child`` processes started by a ``run_cli`` of this test session. Ray's workers
     and their children outlive the run and are re-parented, so they are found by the RUN_TAG that
     ``_env`` puts into the run's environment (and every process under it inherits), not by parentage."""
     found = []
     for proc in Path("/proc").glob("[0-9]*"):
         try:
             command = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-            if "workers.verify_child" in command and RUN_TAG in (proc / "environ").read_bytes().split(b"\0"):
+            if "workers.harness.verify_child" in command and RUN_TAG in (proc / "environ").read_bytes().split(b"\0"):
                 found.append(f"{proc.name} {command}")
         except (OSError, ValueError):
             continue  # exited meanwhile, or another user's
@@ -216,7 +216,7 @@ def runs_verify_children() -> list[str]:
 def test_only_this_sessions_runs_count_as_orphans() -> None:
     """A verification child of another run on the machine (no tag) is not this test's orphan; one that
     carries this session's tag is, even with no parent of ours."""
-    sleeper = [sys.executable, "-c", "import time; time.sleep(60)", "workers.verify_child"]
+    sleeper = [sys.executable, "-c", "import time; time.sleep(60)", "workers.harness.verify_child"]
     foreign = subprocess.Popen(sleeper, env={**os.environ, "BEAMSEARCH_TEST_RUN": "another-session"})
     ours = subprocess.Popen(sleeper, env=_env())
     try:

@@ -176,8 +176,8 @@ def test_bad_inputs_get_clear_messages() -> None:
 def test_suggested_points_of_a_real_kernel_verify_under_the_interpreter(tmp_path) -> None:
     from beamsearch.problems import resolve_problem
     from beamsearch.schema import RunSpec
+    from workers.harness.verify import verify_kernel
     from workers.proposers.knob_space import describe, render, space_of
-    from workers.verify import verify_kernel
 
     problem = resolve_problem("82")  # depthwise conv: two blocks, a grid of two axes, warps, stages
     source = open(problem.input_kernel_path).read()

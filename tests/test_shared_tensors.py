@@ -9,7 +9,7 @@ import socket
 import pytest
 import torch
 
-from workers.shared_tensors import Channel, ChannelTimeout, ProtocolError, decode_value, encode_value
+from workers.harness.shared_tensors import Channel, ChannelTimeout, ProtocolError, decode_value, encode_value
 
 
 def test_tensors_are_shared_both_ways_without_copies() -> None:

@@ -9,8 +9,8 @@ from beamsearch.config import SearchConfig
 from beamsearch.schema import CheckResult, Kernel, RunSpec, Timing, TimingResult, Verdict
 from beamsearch.state import BeamEntry, Task
 from tests.conftest import DATA
-from workers import task as task_module
-from workers.task import WorkerContext, run_task
+from workers.actor import task as task_module
+from workers.actor.task import WorkerContext, run_task
 
 START = DATA / "search" / "input_kernel.py"
 
@@ -36,7 +36,7 @@ def _run(monkeypatch, timing: TimingResult, kernel: Kernel | None = PLANNED):
     monkeypatch.setattr(task_module, "verify_candidate", verify)
     monkeypatch.setattr(task_module, "time_candidate", lambda *a, **k: timing)
     spec = RunSpec(problem_path=str(DATA / "scale_rows_problem.py"), shapes="small", device="cpu")
-    parent = BeamEntry(id="input", kernel=Kernel(source=START.read_text(), origin="input"), median_ms=5.0, round=0)
+    parent = BeamEntry(id="input", kernel=Kernel(source=START.read_text(), origin="input"), ranked_ms=5.0, round=0)
     task = Task(id="r1-t0", round=1, direction=0, parent=parent, spec=spec, config=SearchConfig(problem="p"),
                 kernel=kernel)  # fmt: skip
     result = run_task(task, WorkerContext("w0"))
@@ -79,7 +79,7 @@ def test_a_timing_disturbed_twice_is_inconclusive_not_a_failure(monkeypatch, tmp
     monkeypatch.setattr(task_module, "time_target", lambda spec, path, exclusive=False, **k: tried.append(exclusive)
                         or _contended(alone))  # fmt: skip
     spec = RunSpec(problem_path=str(DATA / "scale_rows_problem.py"), shapes="small", device="cuda")
-    parent = BeamEntry(id="input", kernel=Kernel(source=START.read_text(), origin="input"), median_ms=5.0, round=0)
+    parent = BeamEntry(id="input", kernel=Kernel(source=START.read_text(), origin="input"), ranked_ms=5.0, round=0)
     config = SearchConfig(problem="p", profile=False)
     task = Task(id="r1-t0", round=1, direction=0, parent=parent, spec=spec, config=config, kernel=PLANNED)
     result = run_task(task, WorkerContext("w0"))
@@ -104,3 +104,16 @@ def test_only_the_tuners_variants_have_a_compile_time_limit() -> None:
     assert task_module.compile_limit_s(Kernel(source=source, origin="tuner")) == task_module.TUNER_COMPILE_LIMIT_S
     for origin in ("llm", "replay", "input"):
         assert task_module.compile_limit_s(Kernel(source=source, origin=origin)) is None
+
+
+@pytest.mark.parametrize("timing_status", ["ok", "failed"])
+def test_every_result_of_a_task_carries_the_task_and_its_parent(monkeypatch, timing_status) -> None:
+    """Each way out of a task (timed, not timed, nothing proposed) names its task, parent, worker and the
+    candidate it tried: the driver files and ranks results by these."""
+    for result in (_run(monkeypatch, _timing(timing_status, 2.5)), _run(monkeypatch, _timing("ok", 2.5), kernel=None)):
+        assert (result.task_id, result.parent_id, result.round, result.direction) == ("r1-t0", "input", 1, 0)
+        assert result.parent_ms == 5.0 and result.worker.endswith("/w0") and result.finished_at > 0
+        assert result.diagnosis is not None and result.handed_back == [] and result.from_task == ""
+        tried = result.kernel is not None
+        assert result.kernel == (PLANNED if tried else None) and len(result.tries) == int(tried)
+        assert (result.timing is not None) == tried and ("verify" in result.stage_s) == tried

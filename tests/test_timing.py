@@ -19,11 +19,11 @@ from beamsearch.schema import (
     VerifyRequest,
 )
 from tests.conftest import KERNELS
-from workers import timed_outputs
-from workers.clock import clock_disagreement, measure, timing_checks
-from workers.gpu_lock import device_key, gpu_lock
-from workers.problem_instance import instantiate, load_problem_module
-from workers.timed_outputs import (
+from workers.harness import timed_outputs
+from workers.harness.clock import clock_disagreement, measure, timing_checks
+from workers.harness.gpu_lock import device_key, gpu_lock
+from workers.harness.problem_instance import instantiate, load_problem_module
+from workers.harness.timed_outputs import (
     NUDGED_FRACTION,
     InputNudger,
     Kept,
@@ -35,8 +35,8 @@ from workers.timed_outputs import (
     sample_positions,
     wrong_timed,
 )
-from workers.timing import time_target
-from workers.verify import verify_kernel
+from workers.harness.timing import time_target
+from workers.harness.verify import verify_kernel
 
 ROOT = KERNELS.parents[2]
 
@@ -327,7 +327,7 @@ def test_a_hanging_target_is_killed(scale_spec: RunSpec) -> None:
 def test_lock_is_shared_across_processes(tmp_path) -> None:
     holder = subprocess.Popen(
         [sys.executable, "-c",
-         "import sys, time; from workers.gpu_lock import gpu_lock\n"
+         "import sys, time; from workers.harness.gpu_lock import gpu_lock\n"
          f"with gpu_lock('cpu', {str(tmp_path)!r}):\n    print('held', flush=True); time.sleep(2)"],
         stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
@@ -354,9 +354,9 @@ def test_the_samples_alone_catch_a_kernel_cheating_on_every_other_timed_call(pat
 
 
 def samples_alone_catch_every_other_call(path: str, lock_dir: str) -> None:
-    from workers.kernel_runner import KernelProcess
-    from workers.timing_child import time_in_child
-    from workers.verify_child import verify
+    from workers.harness.kernel_runner import KernelProcess
+    from workers.harness.timing_child import time_in_child
+    from workers.harness.verify_child import verify
 
     timed_outputs.kept_reps = lambda output_bytes: 0  # this process only: no full copy kept
     torch.set_num_threads(1)  # OpenMP's pool, once this process has used it, hangs in a fork that uses it

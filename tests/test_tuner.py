@@ -9,8 +9,8 @@ import pytest
 
 from beamsearch.problems import bundled_problem_names, resolve_problem
 from beamsearch.schema import Attempt, Diagnosis, Kernel, Roofline, RunSpec
+from workers.harness.verify import verify_kernel
 from workers.proposers.tuner import TunerProposer, apply, find_knobs
-from workers.verify import verify_kernel
 
 
 def diagnosis(bottleneck: str) -> Diagnosis:

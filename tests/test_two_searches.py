@@ -55,7 +55,8 @@ def test_the_report_counts_honest_kernels_failed_and_the_locks_share(tmp_path, c
         _result("r1-t2", "inconclusive", "failed", first="failed: clocks_agree: x", finished_at=1050.0),
         _result("r1-t3", "rejected", None),
     ], [FinalTiming(id="r1-t0", median_ms=1.0, status="ok"),
-        FinalTiming(id="r1-t1", median_ms=None, status="failed: output_after_timing: x", retried_alone_after="y")])  # fmt: skip
+        FinalTiming(id="r1-t1", median_ms=None, status="failed", reason="output_after_timing: x",
+                    retried_alone_after="y")])  # fmt: skip
     _write_run(b, 1010.0, [_result("r1-t0", "not_timed", "failed", finished_at=1100.0)], [])
     rows = two_searches.report([a, b])
     ra, rb = rows

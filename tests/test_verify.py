@@ -6,8 +6,8 @@ import pytest
 
 from beamsearch.schema import RunSpec
 from tests.conftest import KERNELS
+from workers.harness.verify import verify_kernel
 from workers.proposers.searcher import is_resource_failure
-from workers.verify import verify_kernel
 
 # kernel file -> (status, failing check or None, words the reason must contain)
 BAD_KERNELS = {

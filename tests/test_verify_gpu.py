@@ -11,9 +11,9 @@ from filelock import FileLock, Timeout
 from beamsearch.schema import RunSpec, TimingKnobs
 from tests.conftest import DATA, KERNELS
 from tests.test_verify import BAD_KERNELS
-from workers.gpu_lock import gpu_lock
-from workers.timing import time_target
-from workers.verify import verify_kernel
+from workers.harness.gpu_lock import gpu_lock
+from workers.harness.timing import time_target
+from workers.harness.verify import verify_kernel
 
 pytestmark = pytest.mark.gpu
 

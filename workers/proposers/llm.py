@@ -43,7 +43,7 @@ from prompts.parsers import (
 )
 from prompts.records import DiagnosisReply, Reflection
 from prompts.templates import render_template
-from workers.llm_client import LLMClient
+from workers.proposers.llm_client import LLMClient
 from workers.proposers.rules import rules_diagnosis
 
 log = logging.getLogger(__name__)

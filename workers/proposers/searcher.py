@@ -32,7 +32,7 @@ TPE_STARTUP = 8  # observations before TPE models (fewer than Optuna's 10: the f
 HYBRID_RADIUS = 1  # hybrid: how far from the best point its local stream looks
 MAX_WALK = 200_000  # points a nearest-free-point walk visits at most (a huge, nearly spent space)
 # Failures that grow with block sizes and stages: a point above a failed one fails too (a compile too
-# slow for the search, ``workers.task.TUNER_COMPILE_LIMIT_S``, among them).
+# slow for the search, ``workers.actor.task.TUNER_COMPILE_LIMIT_S``, among them).
 RESOURCE_FAILURE = re.compile(
     r"out of resource|OutOfResources|too many resources|shared memory|register|spill|maximum tensor numel"
     r"|compile time limit",

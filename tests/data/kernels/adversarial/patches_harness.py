@@ -1,4 +1,4 @@
-"""Cheat: at import, patches the verifier's own comparison (workers.compare.compare) to report a
+"""Cheat: at import, patches the verifier's own comparison (workers.harness.compare.compare) to report a
 perfect match, then returns garbage.
 
 Caught: the harness's functions were replaced (harness_intact); the judge that compares runs in
@@ -9,7 +9,7 @@ import sys
 
 import torch
 
-_compare = sys.modules.get('workers.compare')
+_compare = sys.modules.get('workers.harness.compare')
 if _compare is not None:
     _real = _compare.compare
 

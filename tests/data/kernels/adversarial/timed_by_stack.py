@@ -1,5 +1,5 @@
 """Cheat: walks its own call stack (``sys._getframe``) and, while a frame of the timing loop
-(``workers.clock.measure``) is on it, writes only the first half of each row: half the work, only when
+(``workers.harness.clock.measure``) is on it, writes only the first half of each row: half the work, only when
 timed. Every call made outside that loop (verification's, and the one call a timing used to check after
 its loop) is complete and correct.
 

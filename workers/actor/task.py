@@ -12,9 +12,12 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import socket
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from beamsearch.config import SearchConfig
@@ -31,19 +34,30 @@ from beamsearch.schema import (
     TimingResult,
     Verdict,
 )
-from beamsearch.state import Baseline, BeamEntry, FinalTiming, Task, TaskResult, VerifyTry
+from beamsearch.state import (
+    Baseline,
+    BeamEntry,
+    FinalTiming,
+    ProfileJob,
+    ProfileResult,
+    Task,
+    TaskResult,
+    TaskStatus,
+    VerifyTry,
+)
 from profiling.ncu import profile_kernel
 from profiling.roofline import classify
 from profiling.work import judge_time
 from prompts.records import Reflection
-from workers.gpu_lock import gpu_memory
-from workers.llm_client import MAX_WAIT_S, LLMClient, LLMConfig
-from workers.llm_service import ServiceClient, SharedDiagnosis, find_llm_service
+from workers.harness.gpu_lock import gpu_memory
+from workers.harness.timing import time_target
+from workers.harness.verify import verify_kernel
+from workers.proposers.compile_seed import SeedResult, seed_from_recording
 from workers.proposers.llm import LLMProposer
+from workers.proposers.llm_client import MAX_WAIT_S, LLMClient, LLMConfig
+from workers.proposers.llm_service import ServiceClient, SharedDiagnosis, find_llm_service
 from workers.proposers.replay import ReplayProposer
 from workers.proposers.rules import rules_diagnosis
-from workers.timing import time_target
-from workers.verify import verify_kernel
 
 LLM_SHARE = 0.75  # of a task's timeout, for its requests to the model
 CPU_STAND_IN_GPU = "NVIDIA H100 80GB HBM3"  # peaks quoted to a model on CPU runs, which have none
@@ -158,7 +172,7 @@ def inconclusive(spec: RunSpec, timing: TimingResult) -> bool:
     return bool(timing.retried_alone_after) and disturbed_by_other_jobs(spec, timing)
 
 
-def _untimed_status(spec: RunSpec, timing: TimingResult) -> str:
+def _untimed_status(spec: RunSpec, timing: TimingResult) -> TaskStatus:
     return "inconclusive" if inconclusive(spec, timing) else "not_timed"
 
 
@@ -175,11 +189,38 @@ def profile_candidate(spec: RunSpec, path: str, seed: int) -> Profile:
         return profile_kernel(spec, path, seed=seed)
 
 
+@dataclass(frozen=True)
+class _TaskFacts:
+    """What every result of a search task carries, whatever became of its candidate: the task, the
+    parent's profile and diagnosis, and the proposer's reply (its other kernels, its notes, its exchanges)."""
+
+    task: Task
+    worker: str
+    parent_profile: Profile | None
+    parent_roofline: Roofline | None
+    shared: SharedDiagnosis
+    handed_back: list[Kernel]
+    llm: LLMProposer | None
+
+    def result(self, status: TaskStatus, reason: str, *, kernel: Kernel | None = None,
+               tries: list[VerifyTry] | None = None, timing: TimingResult | None = None,
+               gpu_measure_s: float = 0.0, pct_of_floor: float | None = None,
+               reflection: Reflection | None = None, lesson: str = "") -> TaskResult:  # fmt: skip
+        t = self.task
+        return TaskResult(
+            task_id=t.id, parent_id=t.parent.id, round=t.round, direction=t.direction, parent_ms=t.parent.ranked_ms,
+            worker=self.worker, status=status, reason=reason, kernel=kernel, tries=tries or [], timing=timing,
+            parent_profile=self.parent_profile, parent_roofline=self.parent_roofline,
+            diagnosis=self.shared.diagnosis, diagnosis_by=self.shared.task_id,
+            shared_diagnosis=self.shared.exchanges, from_task=t.from_task, handed_back=self.handed_back,
+            reply_notes=self.llm.reply_notes if self.llm else [], exchanges=_exchanges(self.llm),
+            gpu_measure_s=gpu_measure_s, pct_of_floor=pct_of_floor, reflection=reflection, lesson=lesson,
+        )  # fmt: skip
+
+
 def run_task(task: Task, ctx: WorkerContext) -> TaskResult:
     stages = Stages()
     config, spec, parent = task.config, task.spec, task.parent
-    common = dict(task_id=task.id, parent_id=parent.id, round=task.round, direction=task.direction,
-                  parent_ms=parent.median_ms, worker=f"{ctx.host}/{ctx.name}")  # fmt: skip
     with stages("profile_parent"):
         parent_profile, parent_roofline = parent_measure(parent, spec, config.profile, ctx)
     llm = make_llm(config, spec, task.id) if config.llm else None
@@ -187,16 +228,14 @@ def run_task(task: Task, ctx: WorkerContext) -> TaskResult:
         shared = diagnose(parent, parent_profile, parent_roofline, task.floor, llm, spec, ctx, task.id,
                           wait_s=_longest_diagnosis_s(config))  # fmt: skip
     diagnosis = shared.diagnosis
-    common |= dict(parent_profile=parent_profile, parent_roofline=parent_roofline, diagnosis=diagnosis,
-                   diagnosis_by=shared.task_id, shared_diagnosis=shared.exchanges)  # fmt: skip
 
     with stages("propose"):
         kernels = [task.kernel] if task.kernel else propose(task, diagnosis, llm)
     # one task, one candidate: a reply's other kernels go back to the driver, which makes each a task
-    common |= dict(from_task=task.from_task, handed_back=kernels[1:], reply_notes=llm.reply_notes if llm else [])  # fmt: skip
+    facts = _TaskFacts(task=task, worker=f"{ctx.host}/{ctx.name}", parent_profile=parent_profile,
+                       parent_roofline=parent_roofline, shared=shared, handed_back=kernels[1:], llm=llm)  # fmt: skip
     if not kernels:
-        return _done(TaskResult(status="no_proposal", reason=_no_proposal_reason(config, llm), **common,
-                                exchanges=_exchanges(llm)), stages)  # fmt: skip
+        return _done(facts.result("no_proposal", _no_proposal_reason(config, llm)), stages)
     kernel = kernels[0]
 
     seeds = task_seeds(task.id, config.seed)
@@ -214,77 +253,83 @@ def run_task(task: Task, ctx: WorkerContext) -> TaskResult:
         if refined is None:
             break
         kernel = refined
-    common |= dict(kernel=kernel, tries=tries)
     if not verdict.passed:
         with stages("reflect"):
             reflection = _reflect(llm, diagnosis, task, parent, kernel, None, verdict)
         lesson = _lesson(reflection) or f"{kernel.note}: rejected ({verdict.status}: {verdict.reason[:160]})"
-        return _done(TaskResult(status="rejected", reason=f"{verdict.status}: {verdict.reason}", lesson=lesson,
-                                reflection=reflection, exchanges=_exchanges(llm), **common), stages)  # fmt: skip
+        return _done(facts.result("rejected", f"{verdict.status}: {verdict.reason}", kernel=kernel, tries=tries,
+                                  lesson=lesson, reflection=reflection), stages)  # fmt: skip
 
     with stages("time"):
         timing = time_candidate(spec, path, seeds[0], verdict, task.screen_above_ms)
     gpu_s = _held_s(timing)
     ms = timing.median_ms
     if ms is None:
-        return _done(TaskResult(status=_untimed_status(spec, timing), reason=_untimed_reason(spec, timing), timing=timing,
-                                gpu_measure_s=gpu_s, exchanges=_exchanges(llm), **common), stages)  # fmt: skip
+        return _done(facts.result(_untimed_status(spec, timing), _untimed_reason(spec, timing), kernel=kernel,
+                                  tries=tries, timing=timing, gpu_measure_s=gpu_s), stages)  # fmt: skip
     pct, suspect = judge_time(task.floor, ms) if task.floor and spec.device.startswith("cuda") else (None, False)
 
     with stages("reflect"):
         reflection = _reflect(llm, diagnosis, task, parent, kernel, ms, verdict)
-    lesson = _lesson(reflection) or _tuner_lesson(kernel, parent.median_ms, ms)
+    lesson = _lesson(reflection) or _tuner_lesson(kernel, parent.ranked_ms, ms)
     status, reason = ("suspect", f"{ms:.4f} ms is faster than the floor allows ({pct:.0f} % of floor)") if suspect \
-        else ("ok", f"{ms:.4f} ms ({parent.median_ms / ms:.3f}x the parent)")  # fmt: skip
+        else ("ok", f"{ms:.4f} ms ({parent.ranked_ms / ms:.3f}x the parent)")  # fmt: skip
     if timing.timing.screened_above_ms is not None:
         reason += (f"; timing stopped after {timing.timing.n} repetitions, slower than the "
                    f"{timing.timing.screened_above_ms:.4f} ms the beam asked for")  # fmt: skip
-    return _done(TaskResult(status=status, reason=reason, timing=timing, pct_of_floor=pct, reflection=reflection,
-                            lesson=lesson, exchanges=_exchanges(llm), gpu_measure_s=gpu_s, **common), stages)  # fmt: skip
+    return _done(facts.result(status, reason, kernel=kernel, tries=tries, timing=timing, pct_of_floor=pct,
+                              reflection=reflection, lesson=lesson, gpu_measure_s=gpu_s), stages)  # fmt: skip
 
 
-def profile_beam_kernel(task: Task, ctx: WorkerContext) -> TaskResult:
-    """ncu's profile of a kernel the round kept in the beam (``task.parent``): it guides the tasks that
+def profile_beam_kernel(job: ProfileJob, ctx: WorkerContext) -> ProfileResult:
+    """ncu's profile of a kernel the round kept in the beam (``job.entry``): it guides the tasks that
     start from it. Only beam kernels are profiled (``beamsearch.beam_profiles`` picks them while the round's
     last tasks run), so no task waits on ncu for a kernel that never becomes a parent."""
     stages = Stages()
-    entry = task.parent
+    entry = job.entry
     cached = entry.profile is not None or entry.kernel.hash in ctx.profiles
     with stages("profile"):
-        profile, roofline = parent_measure(entry, task.spec, True, ctx)
-    available = profile is not None and profile.available
-    return _done(TaskResult(task_id=task.id, parent_id=entry.id, round=task.round, direction=0, status="ok",
-                            reason="profiled" if available else (profile.reason if profile else "not profiled"),
-                            kernel=entry.kernel, profile=profile, roofline=roofline, worker=f"{ctx.host}/{ctx.name}",
-                            gpu_measure_s=profile.duration_s if available and not cached else 0.0), stages)  # fmt: skip
+        profile, roofline = parent_measure(entry, job.spec, True, ctx)
+    if profile is None:  # no GPU: nothing to profile with
+        profile = Profile(available=False, reason="not profiled")
+    return ProfileResult(job_id=job.id, kernel_id=entry.id, profile=profile, roofline=roofline,
+                         worker=f"{ctx.host}/{ctx.name}", stage_s=stages.seconds, finished_at=time.time(),
+                         gpu_measure_s=profile.duration_s if profile.available and not cached else 0.0)  # fmt: skip
 
 
 def measure_input(task: Task, ctx: WorkerContext) -> TaskResult:
     """Round 0: the starting kernel, verified, timed and profiled like any candidate (its ``parent``)."""
     stages = Stages()
     spec, kernel = task.spec, task.parent.kernel
-    common = dict(task_id=task.id, parent_id="", round=0, direction=0, kernel=kernel, worker=f"{ctx.host}/{ctx.name}")
+    worker = f"{ctx.host}/{ctx.name}"
+
+    def result(status: TaskStatus, reason: str, tries: list[VerifyTry], timing: TimingResult | None = None,
+               profile: Profile | None = None, roofline: Roofline | None = None, pct_of_floor: float | None = None,
+               gpu_measure_s: float = 0.0) -> TaskResult:  # fmt: skip
+        return _done(TaskResult(task_id=task.id, parent_id="", round=0, direction=0, kernel=kernel, worker=worker,
+                                status=status, reason=reason, tries=tries, timing=timing, profile=profile,
+                                roofline=roofline, pct_of_floor=pct_of_floor, gpu_measure_s=gpu_measure_s), stages)  # fmt: skip
+
     path = ctx.kernel_file(task.id, kernel)
     seeds = task_seeds(task.id, task.config.seed)
     with stages("verify"):
         verdict = verify_candidate(spec, path, seeds, task.config.verify_per_gpu or 1)
     tries = [VerifyTry(kernel=kernel, verdict=verdict)]
     if not verdict.passed:
-        return _done(TaskResult(status="rejected", reason=f"{verdict.status}: {verdict.reason}", tries=tries, **common), stages)
+        return result("rejected", f"{verdict.status}: {verdict.reason}", tries)
     with stages("time"):
         timing = time_candidate(spec, path, seeds[0], verdict)
     if timing.median_ms is None:
-        return _done(TaskResult(status=_untimed_status(spec, timing), reason=_untimed_reason(spec, timing), tries=tries,
-                                timing=timing, **common), stages)  # fmt: skip
+        return result(_untimed_status(spec, timing), _untimed_reason(spec, timing), tries, timing)
     profile, roofline = None, None
     if task.config.profile and spec.device.startswith("cuda"):
         with stages("profile"):
             profile = profile_candidate(spec, path, seeds[0])
         roofline = classify(profile.combined) if profile.available else None
     pct = judge_time(task.floor, timing.median_ms)[0] if task.floor and spec.device.startswith("cuda") else None
-    return _done(TaskResult(status="ok", reason=f"{timing.median_ms:.4f} ms", tries=tries, timing=timing,
-                            profile=profile, roofline=roofline, pct_of_floor=pct, gpu_measure_s=_held_s(timing)
-                            + (profile.duration_s if profile and profile.available else 0.0), **common), stages)  # fmt: skip
+    held_s = _held_s(timing) + (profile.duration_s if profile and profile.available else 0.0)
+    return result("ok", f"{timing.median_ms:.4f} ms", tries, timing, profile=profile, roofline=roofline,
+                  pct_of_floor=pct, gpu_measure_s=held_s)  # fmt: skip
 
 
 def time_baselines(spec: RunSpec, targets: list[str]) -> list[Baseline]:
@@ -314,6 +359,32 @@ def device_facts(spec: RunSpec) -> DeviceFacts:
         return DeviceFacts(floor=None, gpu_name=name, floor_note=str(e), memory_gb=memory_gb)
 
 
+RECORD_TIMEOUT_S = 900.0  # max-autotune of a matmul takes about a minute; a pointwise kernel, seconds
+RECORDER = Path(__file__).resolve().parents[2] / "scripts" / "record_inductor.py"
+
+
+def compiler_seed(spec: RunSpec, recording: str | None) -> SeedResult:
+    """The compiler seed: Inductor's kernels for the problem, standalone (``workers.proposers.compile_seed``),
+    from ``recording`` when given, else from a recording made now by torch.compile in a process of its own
+    (the problem's model runs there; no candidate does). Never raises: what goes wrong is the reason."""
+    if recording:
+        return seed_from_recording(Path(recording))
+    if not spec.device.startswith("cuda"):
+        return SeedResult(unavailable="on the CPU Inductor writes C++, not Triton: record the problem on a GPU with "
+                                      "scripts/record_inductor.py and pass the folder with --compiler-recording")  # fmt: skip
+    out = Path(tempfile.mkdtemp(prefix="beamsearch-inductor-"))
+    command = [sys.executable, str(RECORDER), "--problem", spec.problem_path, "--out", str(out), "--dtype", spec.dtype]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=RECORD_TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired:
+        return SeedResult(unavailable=f"torch.compile did not finish within {RECORD_TIMEOUT_S:.0f} s")
+    folders = [f for f in out.iterdir() if f.is_dir()]
+    if done.returncode != 0 or len(folders) != 1:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+        return SeedResult(unavailable=f"torch.compile failed (exit {done.returncode}): {' | '.join(tail)}"[:600])
+    return seed_from_recording(folders[0])
+
+
 def retime(spec: RunSpec, entries: list[BeamEntry], ctx: WorkerContext, rounds: int = 2) -> list[FinalTiming]:
     """The beam's kernels timed side by side, interleaved ``rounds`` times; the median of the passing
     medians counts (``final_timing``)."""
@@ -338,12 +409,13 @@ def final_timing(spec: RunSpec, cand_id: str, path: str, results: list[TimingRes
         again = time_alone(spec, path)
         if again.median_ms is None:
             verdict = "inconclusive" if disturbed_by_other_jobs(spec, again) else "failed"
-            return FinalTiming(id=cand_id, median_ms=None, status=f"{verdict}: {_status_line(again)}"[:300],
+            return FinalTiming(id=cand_id, median_ms=None, status=verdict, reason=_status_line(again),
                                medians_ms=medians, retried_alone_after=first)  # fmt: skip
         medians.append(again.median_ms)
-    median = sorted(medians)[len(medians) // 2] if medians else None
-    status = "ok" if medians else "failed: not timed"
-    return FinalTiming(id=cand_id, median_ms=median, status=status, medians_ms=medians, retried_alone_after=first)
+    if not medians:
+        return FinalTiming(id=cand_id, median_ms=None, status="failed", reason="not timed", retried_alone_after=first)
+    median = sorted(medians)[len(medians) // 2]
+    return FinalTiming(id=cand_id, median_ms=median, status="ok", medians_ms=medians, retried_alone_after=first)
 
 
 def time_alone(spec: RunSpec, path: str, **knobs: object) -> TimingResult:
@@ -396,7 +468,7 @@ def diagnose(parent: BeamEntry, profile: Profile | None, roofline: Roofline | No
         return SharedDiagnosis(ctx.diagnoses[key], "", [])
     made = len(llm.exchanges)
     diagnosis = llm.diagnose(parent.kernel, peaks=_peaks(spec, profile), profile=profile, roofline=roofline,
-                             floor=floor, measured_ms=parent.median_ms)  # fmt: skip
+                             floor=floor, measured_ms=parent.ranked_ms)  # fmt: skip
     worked = diagnosis.source == wanted
     if service is not None:
         service.put_diagnosis.remote(parent.kernel.hash, diagnosis if worked else None, task_id, llm.exchanges[made:])
@@ -412,7 +484,7 @@ def propose(task: Task, diagnosis: Diagnosis, llm: LLMProposer | None) -> list[K
     config, d = task.config, task.direction
     if llm is not None:
         return llm.propose(task.parent.kernel, diagnosis, task.history, direction=d,
-                           measured_ms=task.parent.median_ms, floor=task.floor)  # fmt: skip
+                           measured_ms=task.parent.ranked_ms, floor=task.floor)  # fmt: skip
     if not config.replay:
         return []
     proposer = ReplayProposer(config.replay)
@@ -460,7 +532,7 @@ def _reflect(llm, diagnosis: Diagnosis, task: Task, parent: BeamEntry, kernel: K
     if llm is None or not diagnosis.bottlenecks:
         return None
     bottleneck = diagnosis.bottlenecks[task.direction % len(diagnosis.bottlenecks)]
-    return llm.reflect(bottleneck, parent=parent.kernel, child=kernel, parent_ms=parent.median_ms, child_ms=ms,
+    return llm.reflect(bottleneck, parent=parent.kernel, child=kernel, parent_ms=parent.ranked_ms, child_ms=ms,
                        verdict=verdict)  # fmt: skip
 
 
@@ -505,6 +577,6 @@ def versions(device: str) -> dict[str, str]:
     """Versions for the summary: the GPU, its driver, CUDA, torch, triton, Python, beamsearch and Ray."""
     import ray
 
-    from workers.environment import environment
+    from workers.harness.environment import environment
 
     return environment(device) | {"ray": ray.__version__}

@@ -18,7 +18,7 @@ releases what it held.
 The last two are named by host and ``CUDA_VISIBLE_DEVICES``, so the worker that takes them never
 initialises CUDA. Processes that take none of these (another user's job on the GPU) are not kept out:
 a timing failed only by checks such work can fail is retried alone and, failed again, is inconclusive
-(``workers.task``), never a failure of the kernel.
+(``workers.actor.task``), never a failure of the kernel.
 """
 
 from __future__ import annotations
@@ -160,7 +160,7 @@ def _alone(path: Path | None) -> Iterator[None]:
     """The use lock alone: hold the gate (no new shared use starts), wait for the shared ones to end, for
     at most ``DRAIN_LIMIT_S``; then measure beside what still runs. A verification whose first call hangs
     (it has no deadline but its child's timeout) must not stall every timing of the node with it; a timing
-    it disturbs fails a check others can fail, and is retried alone or found inconclusive (``workers.task``)."""
+    it disturbs fails a check others can fail, and is retried alone or found inconclusive (``workers.actor.task``)."""
     if path is None:
         yield
         return

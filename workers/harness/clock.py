@@ -12,7 +12,7 @@ repetition counts come from time budgets and a first estimate. CPU: a host clock
 Triton-interpreter or CPU-eager times, labelled as such and never to be compared with GPU times.
 
 Between repetitions, off the clock, ``between_reps`` may change the inputs, and after each timed
-repetition, off the clock too, ``after_rep`` is handed its outputs (``workers.timed_outputs``: some are
+repetition, off the clock too, ``after_rep`` is handed its outputs (``workers.harness.timed_outputs``: some are
 kept, chosen only then, and checked, so every timed call may be the one checked).
 
 The events are cross-checked against the host clock: after the repetitions, batches of back-to-back

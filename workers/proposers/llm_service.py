@@ -18,8 +18,8 @@ import time
 from typing import Any, NamedTuple
 
 from beamsearch.schema import Diagnosis
-from workers.llm_client import LLMCall, LLMClient, LLMConfig
 from workers.proposers.llm import Exchange
+from workers.proposers.llm_client import LLMCall, LLMClient, LLMConfig
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from beamsearch.schema import DEFAULT_TOLERANCES, RunSpec, TimingKnobs, Tolerance, Verdict, VerifyRequest
-from workers.child_process import run_child
+from workers.harness.child_process import run_child
 
 DEFAULT_VERIFY_TIMEOUT_S = 300.0
 MIN_SEEDS = 3
@@ -46,7 +46,7 @@ def verify_kernel(
         slots=slots,
         first_call_limit_s=first_call_limit_s,
     )
-    run = run_child("workers.verify_child", request, timeout_s, spec.device)
+    run = run_child("workers.harness.verify_child", request, timeout_s, spec.device)
     common = dict(kernel_path=kernel_path, seeds=request.seeds, spec=spec, tolerance=request.tolerance,
                   duration_s=run.duration_s, traceback=run.output_tail)  # fmt: skip
     if run.status == "timeout":

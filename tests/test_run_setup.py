@@ -1,4 +1,4 @@
-"""How many verifications share a GPU: set by the run from the starting kernel's measured memory."""
+"""What a run settles from its measurements: how many verifications share a GPU, and the bar it is measured against."""
 
 from __future__ import annotations
 
@@ -53,3 +53,14 @@ def test_a_users_setting_and_a_cpu_run_are_left_as_they_are() -> None:
     cpu = DeviceFacts(floor=None, gpu_name="cpu (Triton interpreter)")
     assert Driver._with_verify_slots(_driver(SearchConfig(problem="p", verify_per_gpu=1), 0.25), _start(20.0), gpu).verify_per_gpu == 1
     assert Driver._with_verify_slots(_driver(SearchConfig(problem="p"), 0.0), _start(None), cpu).verify_per_gpu is None
+
+
+def test_the_bar_is_the_fastest_timed_baseline_and_only_on_a_gpu() -> None:
+    from beamsearch.driver import best_baseline
+    from beamsearch.state import Baseline
+
+    runs = [Baseline(label="eager", target="eager", median_ms=8.4, status="ok"),
+            Baseline(label="compile-max-autotune", target="compile-max-autotune", median_ms=1.3, status="ok"),
+            Baseline(label="compile", target="compile", median_ms=None, status="failed", reason="no")]  # fmt: skip
+    assert best_baseline(runs, "cuda").label == "compile-max-autotune"
+    assert best_baseline(runs, "cpu") is None and best_baseline([], "cuda") is None

@@ -11,10 +11,10 @@ says about itself is evidence, not a verdict, since the kernel runs in this proc
 
 Once every check has passed, the judge may ask for a timing in this same process, so a candidate
 starts one GPU process fewer: *hash* the compiled code one call launches, then *time* the calls with
-``workers.clock`` (the clock the timing child uses for baselines), the inputs changed before each
+``workers.harness.clock`` (the clock the timing child uses for baselines), the inputs changed before each
 repetition, copies of a few repetitions' outputs kept, chosen at random only after each call has
 returned, and a sample of every repetition's outputs at positions drawn only then
-(``workers.timed_outputs``). The copies and samples go back to the judge with the change each
+(``workers.harness.timed_outputs``). The copies and samples go back to the judge with the change each
 repetition's inputs had, and the judge checks them: every timed call may be the one checked. Timing calls are not
 observed: an observer costs time, and a kernel honest only when watched fails that check.
 
@@ -36,16 +36,16 @@ from typing import Any
 
 import torch
 
-from workers.binding import BindError, bind
-from workers.child_process import start_cuda_early
-from workers.clock import measure
-from workers.compiled_code import launch_hash
-from workers.integrity import BackgroundWork, Snapshot, ThreadStarts
-from workers.problem_instance import load_kernel_function, select_device_name
-from workers.sandbox import confine_job
-from workers.shared_tensors import Channel, ChannelClosed, ChannelTimeout, ProtocolError, decode_value
-from workers.timed_outputs import InputNudger, KeptOutputs, SampledOutputs
-from workers.torch_guard import ObservedCall, install_tripwires, warm_up
+from workers.harness.binding import BindError, bind
+from workers.harness.child_process import start_cuda_early
+from workers.harness.clock import measure
+from workers.harness.compiled_code import launch_hash
+from workers.harness.integrity import BackgroundWork, Snapshot, ThreadStarts
+from workers.harness.problem_instance import load_kernel_function, select_device_name
+from workers.harness.sandbox import confine_job
+from workers.harness.shared_tensors import Channel, ChannelClosed, ChannelTimeout, ProtocolError, decode_value
+from workers.harness.timed_outputs import InputNudger, KeptOutputs, SampledOutputs
+from workers.harness.torch_guard import ObservedCall, install_tripwires, warm_up
 
 TRACEBACK_CHARS = 8000
 _synchronize = torch.cuda.synchronize  # taken before any kernel is imported
@@ -112,7 +112,7 @@ class KernelProcess:
 
     def describe_death(self, output_tail: str) -> str:
         """How the runner ended (waits a little for its exit status)."""
-        from workers.child_process import last_output_line
+        from workers.harness.child_process import last_output_line
 
         code = self._poll(block=True)
         if code is None:
@@ -223,7 +223,7 @@ class _Runner:
         return {"report": report, "structure": None, "n_outputs": len(outs)}, outs
 
     def hash(self, body: dict[str, Any], tensors: list[torch.Tensor]) -> dict[str, Any]:
-        """One more call, hashing the compiled code it launches (``workers.compiled_code``)."""
+        """One more call, hashing the compiled code it launches (``workers.harness.compiled_code``)."""
         try:
             call = self.bound(body, tensors)
         except BindError as e:
@@ -235,7 +235,7 @@ class _Runner:
 
     def time(self, body: dict[str, Any], tensors: list[torch.Tensor],
              announce: Callable[[int], None]) -> tuple[dict[str, Any], list[torch.Tensor]]:  # fmt: skip
-        """Time the calls (``workers.clock.measure``), the inputs changed before each repetition with a
+        """Time the calls (``workers.harness.clock.measure``), the inputs changed before each repetition with a
         seed sent to the judge first (``announce``) and not kept here, and hand back copies of the outputs
         of the repetitions kept at random, each with how many changes its inputs had had (``kept``;
         ``outputs``: indices into the tensors sent back, None where the call returned no plain tensor),

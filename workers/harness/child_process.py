@@ -45,7 +45,7 @@ from typing import IO, Literal, TypeVar
 
 from pydantic import BaseModel
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 TAIL_CHARS = 4000
 CHILD_FOLDER_PREFIX = "beamsearch-child-"
 EARLY_CUDA_INIT = "BEAMSEARCH_EARLY_CUDA_INIT"
@@ -163,7 +163,7 @@ def start_cuda_early() -> None:
     import torch
 
     try:
-        from workers.problem_instance import select_device_name
+        from workers.harness.problem_instance import select_device_name
 
         torch.cuda.init()
         select_device_name(device)  # as the job will

@@ -21,7 +21,7 @@ from torch.autograd import DeviceType
 from torch.autograd.profiler import profile
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from workers.integrity import ThreadStarts, install_thread_tripwire
+from workers.harness.integrity import ThreadStarts, install_thread_tripwire
 
 POISON_BYTE = 0xFF
 

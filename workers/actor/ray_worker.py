@@ -1,4 +1,4 @@
-"""The Ray actor: a thin shell that runs workers.task functions on the GPU (or GPU share) Ray gave it.
+"""The Ray actor: a thin shell that runs workers.actor.task functions on the GPU (or GPU share) Ray gave it.
 
 Ray sets CUDA_VISIBLE_DEVICES for an actor with ``num_gpus``; the children it starts inherit it, so
 "cuda" in a child is this actor's GPU. The actor itself never initialises CUDA.
@@ -14,16 +14,17 @@ import socket
 import ray
 
 from beamsearch.schema import DeviceFacts, RunSpec
-from beamsearch.state import Baseline, BeamEntry, FinalTiming, Task, TaskResult
+from beamsearch.state import Baseline, BeamEntry, FinalTiming, ProfileJob, ProfileResult, Task, TaskResult
 from profiling.ncu import start_ncu_spare
-from workers import task as task_fns
-from workers.child_process import descendants, start_spares
+from workers.actor import task as task_fns
+from workers.harness.child_process import descendants, start_spares
+from workers.proposers.compile_seed import SeedResult
 
 
 class SearchWorker:
     def __init__(self, name: str, on_gpu: bool = False) -> None:
         self.ctx = task_fns.WorkerContext(name)
-        start_spares(["workers.verify_child", "workers.timing_child"], "cuda" if on_gpu else "cpu")
+        start_spares(["workers.harness.verify_child", "workers.harness.timing_child"], "cuda" if on_gpu else "cpu")
 
     def where(self) -> str:
         gpus = os.environ.get("CUDA_VISIBLE_DEVICES", "")
@@ -33,8 +34,8 @@ class SearchWorker:
     def run(self, task: Task) -> TaskResult:
         return task_fns.run_task(task, self.ctx)
 
-    def profile(self, task: Task) -> TaskResult:
-        return task_fns.profile_beam_kernel(task, self.ctx)
+    def profile(self, job: ProfileJob) -> ProfileResult:
+        return task_fns.profile_beam_kernel(job, self.ctx)
 
     def start_profiling(self) -> None:
         """Start ncu's process now, so this worker's first profile job finds it ready."""
@@ -48,6 +49,9 @@ class SearchWorker:
 
     def device_facts(self, spec: RunSpec) -> DeviceFacts:
         return task_fns.device_facts(spec)
+
+    def compiler_seed(self, spec: RunSpec, recording: str | None) -> SeedResult:
+        return task_fns.compiler_seed(spec, recording)
 
     def versions(self, device: str) -> dict[str, str]:
         return task_fns.versions(device)

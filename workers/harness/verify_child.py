@@ -1,6 +1,6 @@
 """Child process: verify a candidate kernel and write its Verdict, without ever running its code.
 
-Run only through ``workers.verify.verify_kernel``, which hands it a request (``child_process.serve``).
+Run only through ``workers.harness.verify.verify_kernel``, which hands it a request (``child_process.serve``).
 This process is the *judge*: it builds the model, the inputs and the references, and compares. The
 kernel is imported and called in a second process, the *runner* (``kernel_runner``), forked at
 start-up before the judge has read its job or its signing key. Inputs and outputs are shared memory
@@ -20,7 +20,7 @@ The checks and the timing run holding one of the GPU's verification places (``gp
 budget) when the request names them. When the request asks for a timing and every check has
 passed, the runner times the kernel on fresh inputs (``time_after_checks``) while this process holds
 the GPU's measurement lock, and hands back copies of the outputs of a few timed repetitions, chosen at
-random after each call returned, and a sample of every repetition's outputs (``workers.timed_outputs``).
+random after each call returned, and a sample of every repetition's outputs (``workers.harness.timed_outputs``).
 Once the lock is released, each copy, and the samples of repetitions chosen here then, must match a
 reference made here for the inputs that repetition saw, from copies of the inputs and the model this
 process made before the timing. A timing that fails its checks leaves the verdict passed and is itself
@@ -46,13 +46,13 @@ from typing import Any
 import torch
 
 from beamsearch.schema import CheckResult, RunSpec, Timing, TimingResult, Verdict, VerifyRequest
-from workers.binding import model_values
-from workers.child_process import TAIL_CHARS, serve, use_one_work_queue
-from workers.clock import expected_measure_s, timing_checks
-from workers.compare import compare
-from workers.gpu_lock import gpu_in_use, gpu_lock, gpu_slot
-from workers.kernel_runner import KernelProcess, KernelProcessDied, KernelProcessHung
-from workers.problem_instance import (
+from workers.harness.binding import model_values
+from workers.harness.child_process import TAIL_CHARS, serve, use_one_work_queue
+from workers.harness.clock import expected_measure_s, timing_checks
+from workers.harness.compare import compare
+from workers.harness.gpu_lock import gpu_in_use, gpu_lock, gpu_slot
+from workers.harness.kernel_runner import KernelProcess, KernelProcessDied, KernelProcessHung
+from workers.harness.problem_instance import (
     TORCH_DTYPES,
     ProblemInstance,
     ProblemLoadError,
@@ -64,10 +64,10 @@ from workers.problem_instance import (
     reference_output,
     select_device,
 )
-from workers.shared_tensors import ProtocolError, encode_value
-from workers.steps import Steps
-from workers.timed_outputs import Kept, Sampled, SampledRep, choose_checked, wrong_timed
-from workers.torch_guard import as_bits, describe
+from workers.harness.shared_tensors import ProtocolError, encode_value
+from workers.harness.steps import Steps
+from workers.harness.timed_outputs import Kept, Sampled, SampledRep, choose_checked, wrong_timed
+from workers.harness.torch_guard import as_bits, describe
 
 POINTER_CHECK_SEED_OFFSET = 1000
 # A request after the first call is a hang once it takes HANG_SLACK_S plus HANG_FACTOR times what the

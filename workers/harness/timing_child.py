@@ -3,9 +3,9 @@
 Targets: ``eager`` (the model in the dtype under test), ``compile`` (``torch.compile`` default),
 ``compile-max-autotune`` (``mode="max-autotune-no-cudagraphs"``), or a kernel file path (bound like in
 verification). The first call, which compiles, runs before the lock is taken: the lock covers only the
-measurement. Run only through ``workers.timing.time_target``.
+measurement. Run only through ``workers.harness.timing.time_target``.
 
-Before each repetition a fraction of the input elements change (``workers.timed_outputs``), so no two
+Before each repetition a fraction of the input elements change (``workers.harness.timed_outputs``), so no two
 timed calls see the same input: caching answers by input values gains nothing here.
 
 A kernel file is timed the way a search times a verified candidate (``verify_child.time_after_checks``):
@@ -32,15 +32,15 @@ from typing import Any
 import torch
 
 from beamsearch.schema import DEFAULT_TOLERANCES, TimingKnobs, TimingRequest, TimingResult, VerifyRequest
-from workers.binding import model_values
-from workers.child_process import serve
-from workers.clock import measure
-from workers.gpu_lock import gpu_in_use, gpu_lock
-from workers.kernel_runner import KernelProcess
-from workers.problem_instance import ProblemInstance, instantiate, load_problem_module, select_device
-from workers.steps import Steps
-from workers.timed_outputs import InputNudger
-from workers.verify_child import (
+from workers.harness.binding import model_values
+from workers.harness.child_process import serve
+from workers.harness.clock import measure
+from workers.harness.gpu_lock import gpu_in_use, gpu_lock
+from workers.harness.kernel_runner import KernelProcess
+from workers.harness.problem_instance import ProblemInstance, instantiate, load_problem_module, select_device
+from workers.harness.steps import Steps
+from workers.harness.timed_outputs import InputNudger
+from workers.harness.verify_child import (
     Checks,
     Failed,
     _check_evidence,

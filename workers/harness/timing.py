@@ -7,7 +7,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from beamsearch.schema import RunSpec, TimingRequest, TimingResult
-from workers.child_process import run_child
+from workers.harness.child_process import run_child
 
 DEFAULT_TIMING_TIMEOUT_S = 900.0  # torch.compile with max-autotune can take minutes
 BUILTIN_TARGETS = ("eager", "compile", "compile-max-autotune")
@@ -21,7 +21,7 @@ def time_target(spec: RunSpec, target: str, *, timeout_s: float = DEFAULT_TIMING
     if target not in BUILTIN_TARGETS:
         target = str(Path(target).expanduser().resolve())
     request = TimingRequest(spec=spec, target=target, **knobs)
-    run = run_child("workers.timing_child", request, timeout_s, spec.device)
+    run = run_child("workers.harness.timing_child", request, timeout_s, spec.device)
     if run.status == "timeout":
         return TimingResult(target=target, status="timeout", reason=f"not timed within {timeout_s:.0f} s",
                             duration_s=run.duration_s, traceback=run.output_tail)  # fmt: skip

@@ -61,8 +61,8 @@ from typing import Any
 import torch
 
 from beamsearch.schema import RunSpec, Tolerance
-from workers.compare import Comparison, compare
-from workers.problem_instance import ProblemInstance, reference_output
+from workers.harness.compare import Comparison, compare
+from workers.harness.problem_instance import ProblemInstance, reference_output
 
 _urandom = os.urandom  # taken before any kernel is imported
 NUDGED_FRACTION = 1 / 16

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import torch
 
 from beamsearch.schema import Tolerance
-from workers.torch_guard import unwritten_mask
+from workers.harness.torch_guard import unwritten_mask
 
 CHUNK_ELEMENTS = 1 << 26  # temporaries stay near 2 GB even for multi-GB outputs; few syncs
 

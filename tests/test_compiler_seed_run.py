@@ -1,0 +1,74 @@
+"""The compiler seed through the real command line on the CPU (Ray, child processes, Triton's interpreter):
+Inductor's own GELU kernel, from a recording, verified and timed beside the input kernel and searched;
+and on the CPU with no recording, a clear word that the seed needs a GPU, and a run that goes on."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from beamsearch.state import BeamState, TaskResult
+from tests.conftest import DATA
+from tests.test_search import _events, run_cli
+
+RECORDED = DATA / "inductor_small" / "26_GELU_"  # Inductor's wrapper at the problem's small shapes
+
+
+def _recording(tmp_path):
+    """The small-shape recording with the config an autotuner would have chosen (the CPU path has none)."""
+    folder = tmp_path / "recording"
+    shutil.copytree(RECORDED, folder)
+    chosen = {"triton_poi_fused_gelu_0": {"config": {"XBLOCK": 512, "num_warps": 4, "num_stages": 1}}}
+    (folder / "chosen_configs.json").write_text(json.dumps(chosen))
+    return folder
+
+
+def test_the_compiler_seed_joins_the_beam_and_its_knobs_are_searched(tmp_path) -> None:
+    out = tmp_path / "run"
+    done = run_cli("--problem", "26", "--compiler-recording", str(_recording(tmp_path)), "--out", str(out),
+                   "--rounds", "1", "--workers", "2", "--candidates-per-round", "4", "--beam-width", "2",
+                   "--quiet", timeout=900)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    seed = TaskResult.model_validate_json((out / "optimization_trace" / "compiler-seed" / "result.json").read_text())
+    assert seed.status == "ok" and seed.kernel.origin == "compiler", seed.reason
+    assert "XBLOCK" in seed.kernel.note and "triton_poi_fused_gelu_0" in seed.kernel.note
+    said = [e for e in _events(done.stdout.splitlines()) if e["event"] == "compiler_seed"]
+    assert [e["status"] for e in said][0] == "reading" and said[-1]["status"] == "in the beam", said
+    state = BeamState.model_validate_json((out / "state.json").read_text())
+    assert any(a.kernel_hash == seed.kernel.hash for a in state.history)  # never proposed again
+    searched = {s.root_id for s in state.optimiser.searches.values()}
+    assert "compiler-seed" in searched, searched  # Inductor's XBLOCK and warps are knobs now
+
+
+def test_on_the_cpu_without_a_recording_the_seed_is_unavailable_and_the_run_goes_on(tmp_path) -> None:
+    out = tmp_path / "run"
+    done = run_cli("--problem", "26", "--compiler-seed", "--out", str(out), "--rounds", "1", "--workers", "2",
+                   "--candidates-per-round", "2", "--quiet", timeout=900)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    said = [e for e in _events(done.stdout.splitlines()) if e["event"] == "compiler_seed"]
+    assert said[-1]["status"] == "unavailable" and "--compiler-recording" in said[-1]["reason"], said
+    assert not (out / "optimization_trace" / "compiler-seed").exists()
+    assert (out / "summary.json").is_file()
+
+
+def test_a_problem_with_no_input_kernel_is_searched_from_the_seed_alone(tmp_path) -> None:
+    problem = tmp_path / "gelu" / "problem.py"
+    problem.parent.mkdir()
+    shutil.copy(DATA.parent.parent / "artifacts" / "26_GELU_" / "problem.py", problem)
+    out = tmp_path / "run"
+    done = run_cli("--problem", str(problem), "--compiler-recording", str(_recording(tmp_path)), "--out", str(out),
+                   "--rounds", "1", "--workers", "2", "--candidates-per-round", "2", "--quiet", timeout=900)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    start = TaskResult.model_validate_json((out / "optimization_trace" / "input" / "result.json").read_text())
+    assert start.status == "ok" and start.kernel.origin == "compiler"
+    assert not (out / "optimization_trace" / "compiler-seed").exists()  # the seed is the start, once
+    state = BeamState.model_validate_json((out / "state.json").read_text())
+    assert [r.tasks for r in state.rounds] == [2]
+
+
+def test_with_no_input_kernel_and_no_seed_the_run_says_both(tmp_path) -> None:
+    problem = tmp_path / "gelu" / "problem.py"
+    problem.parent.mkdir()
+    shutil.copy(DATA.parent.parent / "artifacts" / "26_GELU_" / "problem.py", problem)
+    done = run_cli("--problem", str(problem), "--out", str(tmp_path / "run"), "--quiet", timeout=300)
+    assert done.returncode == 2 and "--kernel" in done.stderr and "--compiler-seed" in done.stderr, done.stderr
