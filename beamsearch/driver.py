@@ -200,11 +200,12 @@ class Driver:
     def _candidates(self) -> int:
         return sum(r.tasks for r in self.state.rounds)
 
-    def _optimiser(self) -> Optimiser:
+    def _optimiser(self, per_round: int) -> Optimiser:
         """The optimiser, from the saved state: it plans every candidate of an offline round, and tunes a
-        model's (or a replay's) kernels beside its proposals (``run_round``)."""
+        model's (or a replay's) kernels beside its proposals (``run_round``). ``per_round``: the candidates
+        a round gives it, for its budget."""
         state, config = self.state, self.state.config
-        rounds_left = (config.rounds - state.round) * self._round_size(offline=True)
+        rounds_left = (config.rounds - state.round) * per_round
         left = rounds_left if config.budget_candidates is None else min(rounds_left, config.budget_candidates - self._candidates())
         # A sweep is the searcher's exhaustive strategy run to the end: every point but those above a learned
         # resource limit, which would fail the same way.
@@ -225,9 +226,9 @@ class Driver:
     def run_round(self, round_: int) -> bool:
         """One round; False (and nothing recorded) when it has no candidate to try."""
         start = time.time()
-        optimiser = self._optimiser()
         proposing = bool(self.state.config.llm or self.state.config.replay)
         size = self._round_size(offline=not proposing)
+        optimiser = self._optimiser(size)
         # kernels handed back in an earlier round that had no place for them come first: they are paid for
         carried = [task_of(p, self.state, round_) for p in self.state.pending[:size]]
         new = size - len(carried)
