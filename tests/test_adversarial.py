@@ -127,6 +127,13 @@ CASES: list[Case] = [
     _v("forges_result.py", "writes a passing result file and exits", "crashed", None, "exited with status 0"),
     _v("forges_result_kills_judge.py", "forges the result and kills the judge", "crashed", None,
        "exited with status 0", "not written by the harness"),
+    # forging the runner's replies (each patches the channel its process replies through)
+    _v("forges_error_status.py", "an error reply whose status is the passed verdict's", "crashed", None,
+       "unreadable reply", "error.status"),
+    _v("reply_wrong_type.py", "PyTorch compute, the observers' counts sent as lists", "crashed", None,
+       "report.forbidden"),
+    _v("reply_unknown_field.py", "a field the protocol lacks added to each reply", "crashed", None,
+       "verdict: Extra inputs are not permitted"),
     _v("writes_project.py", "writes into the project folder at import", "compile_failed", None, "PermissionError",
        landlock=True),
     # resources
