@@ -152,6 +152,8 @@ CASES: list[Case] = [
          Expect("failed", "harness_intact", ("torch.cuda.Event",))),
     Case("adversarial/forges_result.py", "forges the timing result and exits", "time",
          Expect("crashed", None, ("exited with status 0",))),
+    *[Case("adversarial/timing_as_text.py", "its times sent as text, a thousand times faster", stage,
+           Expect("crashed", None, ("timing.median_ms",))) for stage in ("time", "search")],
     Case("adversarial/background_thread.py", "does the timed work in a thread", "time",
          Expect("failed", "background_work", ("thread",))),
     Case("adversarial/stale_buffer.py", "skips half the work when inputs look repeated", "time",

@@ -82,3 +82,14 @@ def test_requests_are_told_apart_by_their_op() -> None:
     assert isinstance(request, TimeRequest) and request.budget.screen_above_ms is None
     with pytest.raises(ValidationError):
         REQUEST.validate_python({"op": "unpickle"})
+
+
+def test_the_timing_in_a_time_reply_is_read_strictly_too() -> None:
+    timing = {"median_ms": 1.0, "mean_ms": 1.0, "std_ms": 0.0, "min_ms": 1, "n": 3, "warmup_n": 0, "method": "events",
+              "device_name": "cpu", "on_gpu": False, "dtype": "bf16", "shapes": "small"}  # fmt: skip
+    body = {"timing": timing, "kept": [], "sampled": {"reps": [], "values": []}, "threads_started": 0,
+            "peak_bytes": 0, "tampering": [], "background": []}  # fmt: skip
+    assert read_reply("time", body).timing.min_ms == 1.0  # an integer is a number
+    with pytest.raises(ValidationError) as e:
+        read_reply("time", {**body, "timing": {**timing, "median_ms": "0.001"}})
+    assert "timing.median_ms" in describe_invalid(e.value)

@@ -172,8 +172,8 @@ def read_reply(op: str, body: dict[str, Any]) -> Message:
     """The reply to an ``op`` request, validated: an ErrorReply where the body says ``error``. Raises
     pydantic's ValidationError for anything else."""
     if "error" in body:
-        return ErrorReply.model_validate(body)
-    return REPLIES[op].model_validate(body)
+        return ErrorReply.model_validate(body, strict=True)
+    return REPLIES[op].model_validate(body, strict=True)  # strict reaches the nested Timing, a lax Record
 
 
 def describe_invalid(e: ValidationError, most: int = 3) -> str:
