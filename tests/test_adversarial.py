@@ -127,6 +127,13 @@ CASES: list[Case] = [
     _v("forges_result.py", "writes a passing result file and exits", "crashed", None, "exited with status 0"),
     _v("forges_result_kills_judge.py", "forges the result and kills the judge", "crashed", None,
        "exited with status 0", "not written by the harness"),
+    # forging the runner's replies (each patches the channel its process replies through)
+    _v("forges_error_status.py", "an error reply whose status is the passed verdict's", "crashed", None,
+       "unreadable reply", "error.status"),
+    _v("reply_wrong_type.py", "PyTorch compute, the observers' counts sent as lists", "crashed", None,
+       "report.forbidden"),
+    _v("reply_unknown_field.py", "a field the protocol lacks added to each reply", "crashed", None,
+       "verdict: Extra inputs are not permitted"),
     _v("writes_project.py", "writes into the project folder at import", "compile_failed", None, "PermissionError",
        landlock=True),
     # resources
@@ -145,6 +152,8 @@ CASES: list[Case] = [
          Expect("failed", "harness_intact", ("torch.cuda.Event",))),
     Case("adversarial/forges_result.py", "forges the timing result and exits", "time",
          Expect("crashed", None, ("exited with status 0",))),
+    *[Case("adversarial/timing_as_text.py", "its times sent as text, a thousand times faster", stage,
+           Expect("crashed", None, ("timing.median_ms",))) for stage in ("time", "search")],
     Case("adversarial/background_thread.py", "does the timed work in a thread", "time",
          Expect("failed", "background_work", ("thread",))),
     Case("adversarial/stale_buffer.py", "skips half the work when inputs look repeated", "time",

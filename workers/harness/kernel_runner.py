@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from pydantic import ValidationError
 
 from workers.harness.binding import BindError, bind
 from workers.harness.child_process import start_cuda_early
@@ -42,6 +43,28 @@ from workers.harness.clock import measure
 from workers.harness.compiled_code import launch_hash
 from workers.harness.integrity import BackgroundWork, Snapshot, ThreadStarts
 from workers.harness.problem_instance import load_kernel_function, select_device_name
+from workers.harness.runner_messages import (
+    REQUEST,
+    CallReply,
+    CallReport,
+    CallRequest,
+    ErrorReply,
+    HashReply,
+    HashRequest,
+    KeptRep,
+    LoadReply,
+    LoadRequest,
+    Message,
+    Note,
+    NudgeNote,
+    OnInputs,
+    RunnerError,
+    RunnerStatus,
+    SampledRepMessage,
+    SampledReps,
+    TimeReply,
+    TimeRequest,
+)
 from workers.harness.sandbox import confine_job
 from workers.harness.shared_tensors import Channel, ChannelClosed, ChannelTimeout, ProtocolError, decode_value
 from workers.harness.timed_outputs import InputNudger, KeptOutputs, SampledOutputs
@@ -92,7 +115,7 @@ class KernelProcess:
         """Send a request and wait for the reply. Raises KernelProcessDied when the runner is gone, and
         KernelProcessHung when no reply came within ``timeout_s``: the runner is killed before that is
         raised, so nothing of a hung kernel runs on once the caller lets go of a lock it holds. ``notes``
-        collects what the runner sends before its reply (a timing's seeds)."""
+        collects the messages the runner sends before its reply (a timing's seeds, ``runner_messages.Note``)."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         try:
             self.channel.send(body, tensors)
@@ -100,7 +123,7 @@ class KernelProcess:
                 reply, out = self.channel.recv(None if deadline is None else deadline - time.monotonic())
                 if notes is None or "note" not in reply:
                     return reply, out
-                notes.append(reply["note"])
+                notes.append(reply)
         except ChannelClosed as e:
             raise KernelProcessDied(str(e)) from e
         except ChannelTimeout as e:
@@ -164,8 +187,8 @@ class _Runner:
         self.values: dict[str, Any] = {}
         self.outputs: list[torch.Tensor] = []  # kept alive until the judge sends its next request
 
-    def load(self, body: dict[str, Any]) -> dict[str, Any]:
-        self.device = str(body["device"])
+    def load(self, body: LoadRequest) -> LoadReply | ErrorReply:
+        self.device = body.device
         select_device_name(self.device)
         if self.device.startswith("cpu"):
             _limit_address_space()
@@ -174,27 +197,26 @@ class _Runner:
         self.snapshot = Snapshot.take()
         self.background = BackgroundWork()
         try:
-            self.fn = load_kernel_function(str(body["kernel_path"]))
+            self.fn = load_kernel_function(body.kernel_path)
         except BaseException as e:  # noqa: BLE001 - SystemExit and KeyboardInterrupt at import included
             reply = _error("compile_failed", e, import_=True)
-            reply["error"]["sandbox"] = sandbox
-            return reply
-        return {"ok": True, "sandbox": sandbox, **self._evidence()}
+            return ErrorReply(error=reply.error.model_copy(update={"sandbox": sandbox}))
+        return LoadReply(sandbox=sandbox, **self._evidence())
 
-    def bound(self, body: dict[str, Any], tensors: list[torch.Tensor]) -> Callable[[], Any]:
+    def bound(self, body: OnInputs, tensors: list[torch.Tensor]) -> Callable[[], Any]:
         """kernel_function bound to the request's inputs (or the previous request's: ``"same"``)."""
-        if body["inputs"] != "same":
-            self.inputs = [decode_value(v, tensors) for v in body["inputs"]]
-            self.values = {k: decode_value(v, tensors) for k, v in body["values"].items()}
+        if body.inputs != "same":
+            self.inputs = [decode_value(v, tensors) for v in body.inputs]
+            self.values = {k: decode_value(v, tensors) for k, v in body.values.items()}
         return bind(self.fn, self.inputs, self.values)
 
-    def call(self, body: dict[str, Any], tensors: list[torch.Tensor]) -> tuple[dict[str, Any], list[torch.Tensor]]:
+    def call(self, body: CallRequest, tensors: list[torch.Tensor]) -> tuple[CallReply | ErrorReply, list[torch.Tensor]]:
         previous, self.outputs = self.outputs, []  # alive during this call: new memory cannot overlap them
         try:
             call = self.bound(body, tensors)
         except BindError as e:
             return _bind_error(e), []
-        observed = ObservedCall() if body.get("observe", True) else None  # None: only threads counted
+        observed = ObservedCall() if body.observe else None  # None: only threads counted
         threads = ThreadStarts()
         started = time.perf_counter()
         try:
@@ -206,23 +228,23 @@ class _Runner:
             return _error("runtime_error", e), []
         call_s = time.perf_counter() - started
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
-        report = {
-            "peak_bytes": _peak_bytes(self.device),
-            "same_as_previous": [k for k, o in enumerate(outs) if type(o) is torch.Tensor
-                                 and any(_overlap(o, p) for p in previous)],  # fmt: skip
-            "forbidden": dict(observed.forbidden) if observed else {},
-            "host_reads": dict(observed.host_reads) if observed else {},
-            "threads_started": observed.threads_started if observed else threads.n,
-            "call_s": call_s,
+        report = CallReport(
+            peak_bytes=_peak_bytes(self.device),
+            same_as_previous=[k for k, o in enumerate(outs) if type(o) is torch.Tensor
+                              and any(_overlap(o, p) for p in previous)],  # fmt: skip
+            forbidden=dict(observed.forbidden) if observed else {},
+            host_reads=dict(observed.host_reads) if observed else {},
+            threads_started=observed.threads_started if observed else threads.n,
+            call_s=call_s,
             **self._evidence(extra_tampering=observed.tampering if observed else []),
-        }
+        )
         problem = _structure_problem(outs, [t for t in [*self.inputs, *self.values.values()] if isinstance(t, torch.Tensor)])
         if problem is not None:
-            return {"report": report, "structure": problem, "n_outputs": len(outs)}, []
+            return CallReply(report=report, structure=problem, n_outputs=len(outs)), []
         self.outputs = outs
-        return {"report": report, "structure": None, "n_outputs": len(outs)}, outs
+        return CallReply(report=report, structure=None, n_outputs=len(outs)), outs
 
-    def hash(self, body: dict[str, Any], tensors: list[torch.Tensor]) -> dict[str, Any]:
+    def hash(self, body: HashRequest, tensors: list[torch.Tensor]) -> HashReply | ErrorReply:
         """One more call, hashing the compiled code it launches (``workers.harness.compiled_code``)."""
         try:
             call = self.bound(body, tensors)
@@ -231,10 +253,10 @@ class _Runner:
         compiled_hash = None
         with torch.no_grad(), ThreadStarts() as threads, contextlib.suppress(Exception):  # a bonus, never a failure
             compiled_hash = launch_hash(call, _synchronize)
-        return {"compiled_hash": compiled_hash, "threads_started": threads.n, **self._evidence()}
+        return HashReply(compiled_hash=compiled_hash, threads_started=threads.n, **self._evidence())
 
-    def time(self, body: dict[str, Any], tensors: list[torch.Tensor],
-             announce: Callable[[int], None]) -> tuple[dict[str, Any], list[torch.Tensor]]:  # fmt: skip
+    def time(self, body: TimeRequest, tensors: list[torch.Tensor],
+             announce: Callable[[int], None]) -> tuple[TimeReply | ErrorReply, list[torch.Tensor]]:  # fmt: skip
         """Time the calls (``workers.harness.clock.measure``), the inputs changed before each repetition with a
         seed sent to the judge first (``announce``) and not kept here, and hand back copies of the outputs
         of the repetitions kept at random, each with how many changes its inputs had had (``kept``;
@@ -256,8 +278,8 @@ class _Runner:
 
         try:
             with torch.no_grad(), ThreadStarts() as threads:
-                timing = measure(call, self.device, dtype=body["dtype"], shapes=body["shapes"],
-                                 between_reps=nudger, after_rep=after_rep, **body["budget"])  # fmt: skip
+                timing = measure(call, self.device, dtype=body.dtype, shapes=body.shapes,
+                                 between_reps=nudger, after_rep=after_rep, **body.budget.model_dump())  # fmt: skip
                 samples = sampled.sampled()
         except BaseException as e:  # noqa: BLE001 - whatever the kernel raises, SystemExit included
             return _error("runtime_error", e), []
@@ -269,17 +291,16 @@ class _Runner:
                 indices.append(None if o is None else len(out))
                 if o is not None:
                     out.append(o)
-            described.append({"rep": k.rep, "changes": k.changes, "outputs": indices, "returned": k.returned})
+            described.append(KeptRep(rep=k.rep, changes=k.changes, outputs=indices, returned=k.returned))
         values = []
         for v in samples.values:
             values.append(None if v is None else len(out))
             if v is not None:
                 out.append(v)
-        reps = [[r.rep, r.changes, r.seed, r.returned, r.shapes] for r in samples.reps]
-        reply = {"timing": timing.model_dump(mode="json"), "kept": described, "threads_started": threads.n,
-                 "peak_bytes": _peak_bytes(self.device),
-                 "sampled": {"reps": reps, "values": values}}  # fmt: skip
-        return {**reply, **self._evidence()}, out
+        reps = [SampledRepMessage(rep=r.rep, changes=r.changes, seed=r.seed, returned=r.returned, shapes=r.shapes)
+                for r in samples.reps]  # fmt: skip
+        return TimeReply(timing=timing, kept=described, threads_started=threads.n, peak_bytes=_peak_bytes(self.device),
+                         sampled=SampledReps(reps=reps, values=values), **self._evidence()), out  # fmt: skip
 
     def _evidence(self, extra_tampering: list[str] = ()) -> dict[str, Any]:
         tampering = list(extra_tampering)
@@ -303,28 +324,31 @@ def _serve(channel: Channel) -> None:
             body, tensors = channel.recv()
         except (ChannelClosed, ProtocolError):
             return  # the judge is gone (or mad): nothing left to do
-        op = body.get("op")
         try:
-            if op == "load":
-                reply, out = runner.load(body), []
-            elif op == "call":
-                reply, out = runner.call(body, tensors)
-            elif op == "hash":
-                reply, out = runner.hash(body, tensors), []
-            elif op == "time":
-                reply, out = runner.time(body, tensors, lambda seed: channel.send({"note": {"nudge_seed": seed}}))
+            request = REQUEST.validate_python(body)
+        except ValidationError:
+            return  # not the judge's protocol: nothing to answer
+        reply: Message
+        try:
+            if isinstance(request, LoadRequest):
+                reply, out = runner.load(request), []
+            elif isinstance(request, CallRequest):
+                reply, out = runner.call(request, tensors)
+            elif isinstance(request, HashRequest):
+                reply, out = runner.hash(request, tensors), []
             else:
-                return
+                reply, out = runner.time(request, tensors, lambda seed: channel.send(_note(seed)))
         except BaseException as e:  # noqa: BLE001 - our own step failed (the kernel may have broken it)
-            reply, out = _error("runtime_error", e), []
-            reply["error"]["reason"] = f"the harness failed in the kernel's process: {reply['error']['reason']}"
+            error = _error("runtime_error", e).error
+            why = f"the harness failed in the kernel's process: {error.reason}"
+            reply, out = ErrorReply(error=error.model_copy(update={"reason": why})), []
         del tensors
         try:
-            channel.send(reply, out)
+            channel.send(reply.model_dump(mode="json"), out)
         except (ChannelClosed, ProtocolError, RuntimeError) as e:
             try:
-                channel.send({"error": {"status": "runtime_error", "traceback": "",
-                                        "reason": f"the kernel's outputs could not be handed over: {e}"[:500]}})  # fmt: skip
+                why = f"the kernel's outputs could not be handed over: {e}"[:500]
+                channel.send(ErrorReply(error=RunnerError(status="runtime_error", reason=why, traceback="")).model_dump())
             except (ChannelClosed, ProtocolError):
                 return
 
@@ -356,17 +380,21 @@ def _overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a0 < b0 + b.untyped_storage().nbytes() and b0 < a0 + a.untyped_storage().nbytes()
 
 
-def _bind_error(e: BindError) -> dict[str, Any]:
-    return {"error": {"status": "bind_failed", "reason": str(e), "traceback": ""}}
+def _note(seed: int) -> dict[str, Any]:
+    return Note(note=NudgeNote(nudge_seed=seed)).model_dump()
 
 
-def _error(status: str, e: BaseException, import_: bool = False) -> dict[str, Any]:
+def _bind_error(e: BindError) -> ErrorReply:
+    return ErrorReply(error=RunnerError(status="bind_failed", reason=str(e), traceback=""))
+
+
+def _error(status: RunnerStatus, e: BaseException, import_: bool = False) -> ErrorReply:
     if any(c.__name__ == "CompilationError" for c in type(e).__mro__):
         status = "compile_failed"
     reason = one_line(e)
     if import_:
         reason = f"importing the kernel failed: {reason}"
-    return {"error": {"status": status, "reason": reason, "traceback": traceback.format_exc()[-TRACEBACK_CHARS:]}}
+    return ErrorReply(error=RunnerError(status=status, reason=reason, traceback=traceback.format_exc()[-TRACEBACK_CHARS:]))
 
 
 def one_line(e: BaseException) -> str:

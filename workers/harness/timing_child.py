@@ -38,6 +38,7 @@ from workers.harness.clock import measure
 from workers.harness.gpu_lock import gpu_in_use, gpu_lock
 from workers.harness.kernel_runner import KernelProcess
 from workers.harness.problem_instance import ProblemInstance, instantiate, load_problem_module, select_device
+from workers.harness.runner_messages import CallReply
 from workers.harness.steps import Steps
 from workers.harness.timed_outputs import InputNudger
 from workers.harness.verify_child import (
@@ -96,7 +97,8 @@ def _time_kernel_file(req: TimingRequest, runner: KernelProcess, alone: contextl
             instance = instantiate(module, spec, req.seed)
         first = time.perf_counter()
         reply, _ = kernel.call(instance.inputs, model_values(instance.model), "its first call", observe=False)
-        _check_evidence(reply.get("report") or {}, checks, "its first call")
+        assert isinstance(reply, CallReply)  # read_reply's type for a call
+        _check_evidence(reply.report, checks, "its first call", reply.report.threads_started)
         first_call_s = time.perf_counter() - first
         checks.steps.end("first_call")
         del instance  # the timing makes its own

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from pydantic import ValidationError
 
 from beamsearch.schema import CheckResult, RunSpec, Timing, TimingResult, Verdict, VerifyRequest
 from workers.harness.binding import model_values
@@ -63,6 +64,22 @@ from workers.harness.problem_instance import (
     perturb_,
     reference_output,
     select_device,
+)
+from workers.harness.runner_messages import (
+    REQUEST,
+    CallReply,
+    CallRequest,
+    ErrorReply,
+    Evidence,
+    HashReply,
+    LoadReply,
+    LoadRequest,
+    Message,
+    Note,
+    Request,
+    TimeReply,
+    describe_invalid,
+    read_reply,
 )
 from workers.harness.shared_tensors import ProtocolError, encode_value
 from workers.harness.steps import Steps
@@ -184,20 +201,24 @@ class _Kernel:
         """The slowest call after the first (which compiled); the first if it is the only one."""
         return max(self.call_trips_s[1:] or self.call_trips_s)
 
-    def request(self, body: dict[str, Any], tensors: list[torch.Tensor] = (), expected_s: float | None = None,
-                notes: list[dict[str, Any]] | None = None) -> tuple[dict[str, Any], list[torch.Tensor]]:  # fmt: skip
-        """``expected_s``: how long the request should take; past HANG_SLACK_S + HANG_FACTOR times that, it
+    def request(self, body: Request, tensors: list[torch.Tensor] = (), expected_s: float | None = None,
+                notes: list[dict[str, Any]] | None = None) -> tuple[Message, list[torch.Tensor]]:  # fmt: skip
+        """The runner's reply to ``body``, validated (``runner_messages.read_reply``); an error reply is
+        raised as Failed with its status, and a reply that is not a valid one of the two is ``crashed``.
+
+        ``expected_s``: how long the request should take; past HANG_SLACK_S + HANG_FACTOR times that, it
         is a hang (``timeout``) and the runner is killed. The first call, with no calls before it to
         predict it, is bounded by ``first_call_limit_s`` alone, where there is one."""
         if not self.runner.alive():
             raise Failed("problem_error", "the kernel's process died before the job began (out of memory?): "
                          + self.runner.describe_death(_output_tail()))  # fmt: skip
-        first_call = body.get("op") == "call" and not self.call_trips_s and expected_s is None
+        first_call = isinstance(body, CallRequest) and not self.call_trips_s and expected_s is None
         deadline_s = None if expected_s is None else HANG_SLACK_S + HANG_FACTOR * expected_s
         if first_call and self.first_call_limit_s is not None:
             deadline_s = self.first_call_limit_s
         try:
-            reply, tensors_back = self.runner.request(body, list(tensors), deadline_s, notes)
+            raw, tensors_back = self.runner.request(body.model_dump(mode="json"), list(tensors), deadline_s, notes)
+            reply = read_reply(body.op, raw)
         except KernelProcessHung as e:
             if expected_s is None:
                 raise Failed("timeout", f"its first call (the compile) took over {deadline_s:.0f} s, the "
@@ -209,38 +230,40 @@ class _Kernel:
             raise Failed("crashed", self.runner.describe_death(_output_tail())) from e
         except ProtocolError as e:
             raise Failed("crashed", f"unreadable reply from the kernel's process: {e}") from e
-        peak = (reply.get("report") or reply).get("peak_bytes") if isinstance(reply, dict) else None
-        if isinstance(peak, int):
+        except ValidationError as e:
+            raise Failed("crashed", f"unreadable reply from the kernel's process: {describe_invalid(e)}") from e
+        if isinstance(reply, (CallReply, TimeReply)):
+            peak = reply.report.peak_bytes if isinstance(reply, CallReply) else reply.peak_bytes
             self.peak_bytes = max(self.peak_bytes, peak)
-        error = reply.get("error")
-        if isinstance(error, dict) and "sandbox" in error:
-            self.sandbox = str(error["sandbox"])
-        if isinstance(error, dict):
-            raise Failed(str(error.get("status", "runtime_error")), str(error.get("reason", ""))[:600],
-                         str(error.get("traceback", "")))  # fmt: skip
+        if isinstance(reply, ErrorReply):
+            if reply.error.sandbox is not None:
+                self.sandbox = reply.error.sandbox
+            raise Failed(reply.error.status, reply.error.reason[:600], reply.error.traceback)
         return reply, tensors_back
 
     def load(self, kernel_path: str, device: str, checks: Checks) -> None:
         try:
-            reply, _ = self.request({"op": "load", "kernel_path": kernel_path, "device": device})
+            reply, _ = self.request(LoadRequest(kernel_path=kernel_path, device=device))
         except Failed:
             checks.sandbox = self.sandbox
             raise
-        checks.sandbox = str(reply.get("sandbox", ""))
+        assert isinstance(reply, LoadReply)  # read_reply's type for a load
+        checks.sandbox = reply.sandbox
         checks.results.append(CheckResult(name="imports", passed=True))
         _check_evidence(reply, checks, "at import")
 
     def call(self, inputs: list[Any] | None, values: dict[str, Any], where: str, op: str = "call",
              expected_s: float | None = None, notes: list[dict[str, Any]] | None = None,
-             **fields: Any) -> tuple[dict[str, Any], list[torch.Tensor]]:  # fmt: skip
+             **fields: Any) -> tuple[Message, list[torch.Tensor]]:  # fmt: skip
         """Call the kernel on ``inputs`` (None: the tensors of the previous call, as they are now); ``op``
-        and ``fields`` name another request on them (hash, time, an unobserved call). ``expected_s``: how
-        long it should take (default: as long as the slowest call so far)."""
+        and ``fields`` name another request on them (hash, time, an unobserved call): the reply is that
+        op's (``runner_messages.REPLIES``). ``expected_s``: how long it should take (default: as long as
+        the slowest call so far)."""
         tensors: list[torch.Tensor] = []
-        body: dict[str, Any] = {"op": op, "inputs": "same", "values": {}, **fields}
         if inputs is not None:
-            body["inputs"] = [encode_value(v, tensors) for v in inputs]
-            body["values"] = {k: encode_value(v, tensors) for k, v in values.items()}
+            fields |= {"inputs": [encode_value(v, tensors) for v in inputs],
+                       "values": {k: encode_value(v, tensors) for k, v in values.items()}}  # fmt: skip
+        body = REQUEST.validate_python({"op": op, **fields})
         if expected_s is None and self.call_trips_s:
             expected_s = max(self.call_trips_s)  # a call may compile again (new specialisation)
         start = time.perf_counter()
@@ -332,8 +355,9 @@ def time_after_checks(req: VerifyRequest, kernel: _Kernel, module: Any, pool: _S
         checks.steps.end("inputs")
         if spec.device.startswith("cuda"):
             reply, _ = kernel.call(instance.inputs, values, "hashing its compiled code", op="hash")
-            compiled_hash = reply.get("compiled_hash")
-            _check_evidence(reply, checks, "the call that hashes the compiled code")
+            assert isinstance(reply, HashReply)  # read_reply's type for a hash
+            compiled_hash = reply.compiled_hash
+            _check_evidence(reply, checks, "the call that hashes the compiled code", reply.threads_started)
             checks.steps.end("hashed")
         budget = dict(warmup_ms=knobs.warmup_ms, rep_ms=knobs.rep_ms, min_reps=knobs.min_reps, max_reps=knobs.max_reps)
         inputs = None if spec.device.startswith("cuda") else instance.inputs  # on a GPU, handed over to hash
@@ -348,11 +372,12 @@ def time_after_checks(req: VerifyRequest, kernel: _Kernel, module: Any, pool: _S
         checks.steps.end("measured")
         # The runner's copies, shared: its device was synchronised before it replied, and it runs nothing
         # of the kernel's until asked again (a thread left running fails background_work below).
+        assert isinstance(reply, TimeReply)  # read_reply's type for a timing
         kept, sampled = _kept(reply, outs), _sampled(reply, outs)
-        timing = Timing.model_validate(reply["timing"])
+        timing = reply.timing
         checked = choose_checked(timing.n)  # drawn here, after the calls: the runner never knows them
         common["checked_reps"] = sorted({k.rep for k in kept} | set(checked))
-        _check_evidence(reply, checks, "during the timed calls")
+        _check_evidence(reply, checks, "during the timed calls", reply.threads_started)
         for check in timing_checks(timing, spec.device, knobs.screen_above_ms):
             checks.record(check.name, check.passed, check.detail)
         seeds = _seeds(notes)
@@ -373,32 +398,31 @@ def time_after_checks(req: VerifyRequest, kernel: _Kernel, module: Any, pool: _S
 
 
 def _seeds(notes: list[dict[str, Any]]) -> list[int]:
+    """The seeds the runner announced before each change of the inputs (``runner_messages.Note``)."""
     try:
-        return [int(note["nudge_seed"]) for note in notes]
-    except (KeyError, TypeError, ValueError) as e:
-        raise Failed("crashed", f"unreadable seeds from the kernel's process: {type(e).__name__}: {e}") from e
+        return [Note.model_validate(note).note.nudge_seed for note in notes]
+    except ValidationError as e:
+        raise Failed("crashed", f"unreadable seeds from the kernel's process: {describe_invalid(e)}") from e
 
 
-def _kept(reply: dict[str, Any], outs: list[torch.Tensor]) -> list[Kept]:
-    """The runner's kept repetitions (``kernel_runner._Runner.time``), read strictly."""
+def _kept(reply: TimeReply, outs: list[torch.Tensor]) -> list[Kept]:
+    """The runner's kept repetitions, their outputs taken from the tensors it sent back."""
     try:
-        return [Kept(rep=int(k["rep"]), changes=int(k["changes"]),
-                     outputs=[None if i is None else outs[int(i)] for i in k["outputs"]],
-                     returned=[str(r) for r in k["returned"]]) for k in reply["kept"]]  # fmt: skip
-    except (KeyError, TypeError, ValueError, IndexError) as e:
-        raise Failed("crashed", f"unreadable kept outputs from the kernel's process: {type(e).__name__}: {e}") from e
+        return [Kept(rep=k.rep, changes=k.changes, outputs=[None if i is None else outs[i] for i in k.outputs],
+                     returned=list(k.returned)) for k in reply.kept]  # fmt: skip
+    except IndexError as e:
+        why = f"unreadable kept outputs from the kernel's process: an output index past the {len(outs)} tensors sent"
+        raise Failed("crashed", why) from e
 
 
-def _sampled(reply: dict[str, Any], outs: list[torch.Tensor]) -> Sampled:
-    """The runner's samples of every timed repetition (``kernel_runner._Runner.time``), read strictly."""
+def _sampled(reply: TimeReply, outs: list[torch.Tensor]) -> Sampled:
+    """The runner's samples of every timed repetition, their values taken from the tensors it sent back."""
+    reps = [SampledRep(rep=r.rep, changes=r.changes, seed=r.seed, returned=list(r.returned),
+                       shapes=[None if s is None else list(s) for s in r.shapes]) for r in reply.sampled.reps]  # fmt: skip
     try:
-        body = reply["sampled"]
-        reps = [SampledRep(rep=int(rep), changes=int(changes), seed=int(seed), returned=[str(r) for r in returned],
-                           shapes=[None if s is None else [int(d) for d in s] for s in shapes])
-                for rep, changes, seed, returned, shapes in body["reps"]]  # fmt: skip
-        return Sampled(reps, [None if i is None else outs[int(i)] for i in body["values"]])
-    except (KeyError, TypeError, ValueError, IndexError) as e:
-        why = f"unreadable samples from the kernel's process: {type(e).__name__}: {e}"
+        return Sampled(reps, [None if i is None else outs[i] for i in reply.sampled.values])
+    except IndexError as e:
+        why = f"unreadable samples from the kernel's process: a values index past the {len(outs)} tensors sent"
         raise Failed("crashed", why) from e
 
 
@@ -416,19 +440,20 @@ def _checked_call(
     given = inputs if inputs is not None else same_inputs
     snapshot = _snapshot(given, values)
     reply, outs = kernel.call(inputs, values, where)
-    report = reply.get("report") or {}
-    checks.call_times_s.append(float(report.get("call_s", 0.0)))
-    _check_evidence(report, checks, where)
-    forbidden = _counts(report.get("forbidden"))
+    assert isinstance(reply, CallReply)  # read_reply's type for a call
+    report = reply.report
+    checks.call_times_s.append(report.call_s)
+    _check_evidence(report, checks, where, report.threads_started)
+    forbidden = _counts(report.forbidden)
     checks.record("pytorch_compute", not forbidden,
                   f"PyTorch compute operators ran inside kernel_function ({where}): {describe(forbidden)}")  # fmt: skip
-    host = _counts(report.get("host_reads"))
+    host = _counts(report.host_reads)
     checks.record("host_compute", not host,
                   f"tensor data was read on the host inside kernel_function ({where}): {describe(host)}")  # fmt: skip
     _check_unchanged(snapshot, checks, where)  # first: an input changed and returned is a changed input
-    problem = reply.get("structure")
+    problem = reply.structure
     if problem is None:
-        problem = _structure_problem(outs, int(reply.get("n_outputs", len(outs))), _as_list(reference), req.spec)
+        problem = _structure_problem(outs, reply.n_outputs, _as_list(reference), req.spec)
     checks.record("output_structure", problem is None, f"{problem} ({where})")
     for k, (o, r) in enumerate(zip(outs, _as_list(reference), strict=True)):
         cmp = compare(o, r, req.tolerance)
@@ -452,21 +477,20 @@ def _checked_call(
             f"rtol={req.tolerance.rtol}; max abs err {cmp.max_abs_err:.4g}, max rel err {cmp.max_rel_err:.4g}, "
             f"first at flat index {cmp.first_bad_index} ({where})",
         )
-    reused = [int(k) for k in report.get("same_as_previous") or []]
+    reused = report.same_as_previous
     checks.record("fresh_output", not reused,
                   f"output {reused[0] if reused else 0} is the memory the previous call returned: a cached result handed back "
                   f"again ({where})")  # fmt: skip
 
 
-def _check_evidence(report: dict[str, Any], checks: Checks, where: str) -> None:
+def _check_evidence(evidence: Evidence, checks: Checks, where: str, threads_started: int = 0) -> None:
     """What the runner saw of the kernel meddling with its process, or leaving work behind."""
-    tampering = [str(t) for t in report.get("tampering") or []]
+    tampering = list(evidence.tampering)
     checks.record("harness_intact", not tampering,
                   f"the kernel changed the harness in its process ({where}): {'; '.join(tampering)[:800]}")  # fmt: skip
-    background = [str(b) for b in report.get("background") or []]
-    started = int(report.get("threads_started") or 0)
-    if started:
-        background.insert(0, f"{started} thread(s) started during the call")
+    background = list(evidence.background)
+    if threads_started:
+        background.insert(0, f"{threads_started} thread(s) started during the call")
     checks.record("background_work", not background,
                   f"kernel_function left work running after it returned ({where}): {', '.join(background)[:500]}")  # fmt: skip
 
@@ -521,10 +545,8 @@ class _SharedPool:
             self._ctx = None
 
 
-def _counts(x: Any) -> Counter[str]:
-    if not isinstance(x, dict):
-        return Counter()
-    return Counter({str(k): int(v) for k, v in x.items() if isinstance(v, int) and v > 0})
+def _counts(x: dict[str, int]) -> Counter[str]:
+    return Counter({k: v for k, v in x.items() if v > 0})
 
 
 def _bits(t: torch.Tensor) -> torch.Tensor:
