@@ -85,6 +85,18 @@ def model(server: list[ScriptedLLMServer]):
     return choose
 
 
+def run_shown(cmd: list[str]) -> int:
+    """Run a command of this checkout as a user would type it, printing the command, its output and its
+    exit status (a transcript); returns the exit status."""
+    shown = " ".join(c if c != sys.executable else "python" for c in cmd).replace(str(ROOT) + "/", "")
+    print(f"$ {shown}", flush=True)
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "PYTHONPATH": str(ROOT), "COLUMNS": "130"}
+    done = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    print(done.stdout, end="")
+    print(f"[exit status {done.returncode}]")
+    return done.returncode
+
+
 def main() -> int:
     out = Path(sys.argv[1]).resolve()
     box: list[ScriptedLLMServer] = []
@@ -96,14 +108,7 @@ def main() -> int:
                str(ROOT / "tests/data/search/input_kernel.py"), "--out", str(out / "run"), "--rounds", "3",
                "--workers", "2", "--directions", "3", "--beam-width", "1", "--llm", "openai/test-model",
                "--api-base", server.api_base, "--llm-timeout", "20", "--llm-retries", "1", "--task-timeout", "60"]  # fmt: skip
-        shown = " ".join(c if c != sys.executable else "python" for c in cmd).replace(str(ROOT) + "/", "")
-        print(f"$ {shown}", flush=True)
-        env = {**os.environ, "RAY_AUTH_MODE": "disabled", "PYTHONPATH": str(ROOT), "COLUMNS": "130"}
-        done = subprocess.run(
-            cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-        )
-        print(done.stdout, end="")
-        print(f"[exit status {done.returncode}]")
+        run_shown(cmd)
     for calls in sorted((out / "run").glob("optimization_trace/round_*/candidates/*/llm_calls.txt")):
         print(f"\n$ cat {calls.relative_to(out)}")
         print(calls.read_text(), end="")

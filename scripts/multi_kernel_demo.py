@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
-import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -25,6 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from beamsearch.state import Summary, TaskResult  # noqa: E402
+from scripts.llm_failures_demo import run_shown  # noqa: E402
 from tests.llm_server import Reply, Respond, ScriptedLLMServer  # noqa: E402
 
 SOURCE = (ROOT / "tests/data/search/input_kernel.py").read_text()
@@ -82,14 +81,7 @@ def main() -> int:
                str(ROOT / "tests/data/search/input_kernel.py"), "--out", str(out / "run"), "--rounds", "2",
                "--workers", "2", "--directions", "2", "--beam-width", "1", "--llm", "openai/test-model",
                "--api-base", server.api_base]  # fmt: skip
-        shown = " ".join(c if c != sys.executable else "python" for c in cmd).replace(str(ROOT) + "/", "")
-        print(f"$ {shown}", flush=True)
-        env = {**os.environ, "RAY_AUTH_MODE": "disabled", "PYTHONPATH": str(ROOT), "COLUMNS": "130"}
-        done = subprocess.run(
-            cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-        )
-        print(done.stdout, end="")
-        print(f"[exit status {done.returncode}]")
+        returncode = run_shown(cmd)
     trace = out / "run" / "optimization_trace"
     print("\n# each candidate: where its kernel came from, and what became of its reply's other kernels")
     for path in sorted(trace.glob("round_*/candidates/*/result.json")):
@@ -100,7 +92,7 @@ def main() -> int:
             print(f"{'':<10} reply: {note}")
     summary = Summary.model_validate_json((out / "run" / "summary.json").read_text())
     print(f"\nsummary: {summary.candidates} candidates; not tried: {summary.not_tried or 'none'}")
-    return done.returncode
+    return returncode
 
 
 if __name__ == "__main__":
