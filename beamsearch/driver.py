@@ -38,7 +38,7 @@ from beamsearch.model_watch import ModelLost, ModelWatch
 from beamsearch.optimiser import PER_WORKER, Optimiser
 from beamsearch.pool import WorkerPool
 from beamsearch.problems import problem_sizes
-from beamsearch.schema import DeviceFacts, Kernel
+from beamsearch.schema import DeviceFacts, Floor, Kernel
 from beamsearch.state import (
     Baseline,
     BeamEntry,
@@ -91,11 +91,8 @@ class Driver:
         floor = facts.floor
         self.display.event("start", problem=self.problem, gpu=facts.gpu_name, floor_ms=floor.floor_ms if floor else None,
                            floor_note=facts.floor_note, workers=[w.where for w in self.pool.workers])  # fmt: skip
-        placeholder = BeamEntry(id="input", kernel=kernel, ranked_ms=0.0, round=0)
-        task = Task(id="input", round=0, direction=0, parent=placeholder, spec=state.spec, config=state.config, floor=floor)
-        result = next(self.pool.run([task], state.config.task_timeout_s, method="measure_input", notify=self.display.event))
-        self.trace.write_candidate(result, self.problem)
-        self.display.candidate(result)
+        seen, fastest = {**state.seen}, {**state.fastest_compiled}
+        result = self._measure_at_start("input", kernel, state.config, floor, seen, fastest)
         if result.status != "ok" or result.median_ms is None:
             raise SearchError(f"the starting kernel cannot be the search's first parent: {result.status}: {result.reason}"
                               f" (details: {self.trace.candidate_dir(result)})")  # fmt: skip
@@ -104,9 +101,6 @@ class Driver:
         for b in baselines:
             self.display.event("baseline", label=b.label, median_ms=b.median_ms, status=b.status, reason=b.reason)
         entry = entry_of(result)
-        seen, fastest = {**state.seen}, {**state.fastest_compiled}
-        mark_duplicate(result, seen)
-        mark_same_compiled(result, fastest)
         history = [a for a in [attempt_of(result)] if a is not None]  # so no proposer offers the input again
         self.state = state.model_copy(update={"beam": [entry], "input": entry, "baselines": baselines, "floor": floor,
                                               "gpu_name": facts.gpu_name, "config": config, "seen": seen, "fastest_compiled": fastest, "history": history,
@@ -137,14 +131,8 @@ class Driver:
         kernel, _ = self._compiler_seed_kernel()
         if kernel is None:
             return
-        placeholder = BeamEntry(id=COMPILER_SEED_ID, kernel=kernel, ranked_ms=0.0, round=0)
-        task = Task(id=COMPILER_SEED_ID, round=0, direction=0, parent=placeholder, spec=state.spec, config=config,
-                    floor=state.floor)  # fmt: skip
-        result = next(self.pool.run([task], config.task_timeout_s, method="measure_input", notify=self.display.event))
         seen, fastest = {**state.seen}, {**state.fastest_compiled}
-        result = mark_same_compiled(mark_duplicate(result, seen), fastest)
-        self.trace.write_candidate(result, self.problem)
-        self.display.candidate(result)
+        result = self._measure_at_start(COMPILER_SEED_ID, kernel, config, state.floor, seen, fastest)
         if entry_of(result) is None:
             self.display.event("compiler_seed", status=result.status, reason=result.reason[:400])
             return
@@ -154,6 +142,18 @@ class Driver:
                            else "slower than the input: not kept", median_ms=result.median_ms)  # fmt: skip
         self.state = state.model_copy(update={"beam": beam, "seen": seen, "fastest_compiled": fastest, "history": history})
         self._save()
+
+    def _measure_at_start(self, task_id: str, kernel: Kernel, config: SearchConfig, floor: Floor | None,
+                          seen: dict[str, str], fastest: dict[str, tuple[str, float]]) -> TaskResult:  # fmt: skip
+        """A round-0 kernel (the input, the compiler seed) verified, timed and profiled by one worker, marked
+        in ``seen`` and ``fastest``, traced and shown."""
+        placeholder = BeamEntry(id=task_id, kernel=kernel, ranked_ms=0.0, round=0)
+        task = Task(id=task_id, round=0, direction=0, parent=placeholder, spec=self.state.spec, config=config, floor=floor)
+        result = next(self.pool.run([task], config.task_timeout_s, method="measure_input", notify=self.display.event))
+        result = mark_same_compiled(mark_duplicate(result, seen), fastest)
+        self.trace.write_candidate(result, self.problem)
+        self.display.candidate(result)
+        return result
 
     def _with_verify_slots(self, start: TaskResult, facts: DeviceFacts) -> SearchConfig:
         """The config with ``verify_per_gpu`` set where it was left to the run: as many verifications as

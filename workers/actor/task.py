@@ -120,7 +120,7 @@ def out_of_gpu_memory(spec: RunSpec, passed: bool, reason: str) -> bool:
 
 
 def verify_candidate(spec: RunSpec, path: str, seeds: list[int], slots: int, screen_above_ms: float | None = None,
-                     budget: dict[str, float] = SEARCH_TIMING, first_call_limit_s: float | None = None) -> Verdict:  # fmt: skip
+                     first_call_limit_s: float | None = None) -> Verdict:  # fmt: skip
     """Verify holding one of the GPU's ``slots`` verification places (a memory budget); a kernel that
     passes is then timed in the same process, still holding it, on the first seed's inputs
     (``Verdict.timing``), so a candidate starts one GPU process fewer.
@@ -129,10 +129,10 @@ def verify_candidate(spec: RunSpec, path: str, seeds: list[int], slots: int, scr
     is run once more with the GPU to itself (no other job of any worker running; and the measurement
     lock inside the child), so memory pressure is not held against the kernel; a kernel that needs more
     memory than the GPU has fails the second time too. The workers' idle spares still hold their CUDA
-    contexts then, about 0.5 GB each. ``screen_above_ms``: the timing stops early above it (``Task``).
-    ``budget``: the timing's time budgets (``SEARCH_TIMING``: a search's; ``{}``: the full ones).
-    ``first_call_limit_s``: the longest its first call (the compile) may take."""
-    knobs = TimingKnobs(seed=seeds[0], screen_above_ms=screen_above_ms, **budget)
+    contexts then, about 0.5 GB each. The timing takes a search's budgets (``SEARCH_TIMING``);
+    ``screen_above_ms``: it stops early above it (``Task``). ``first_call_limit_s``: the longest the
+    kernel's first call (the compile) may take."""
+    knobs = TimingKnobs(seed=seeds[0], screen_above_ms=screen_above_ms, **SEARCH_TIMING)
     with gpu_memory(spec.device):
         verdict = verify_kernel(spec, path, seeds=seeds, timing=knobs, slots=slots, first_call_limit_s=first_call_limit_s)
     if not out_of_gpu_memory(spec, verdict.passed, verdict.reason):
@@ -151,8 +151,7 @@ def disturbed_by_other_jobs(spec: RunSpec, timing: TimingResult) -> bool:
     return spec.device.startswith("cuda") and timing.status == "failed" and bool(failed) and failed <= CONTENDED_CHECKS
 
 
-def time_candidate(spec: RunSpec, path: str, seed: int, verdict: Verdict, screen_above_ms: float | None = None,
-                   budget: dict[str, float] = SEARCH_TIMING) -> TimingResult:  # fmt: skip
+def time_candidate(spec: RunSpec, path: str, seed: int, verdict: Verdict, screen_above_ms: float | None = None) -> TimingResult:
     """The timing taken after the verification, in the kernel's process. One that ran out of GPU memory
     while other jobs held theirs, or failed a check their GPU work can fail (``disturbed_by_other_jobs``),
     is taken again by the timing child with the GPU to itself; the second timing is the one that counts,
@@ -161,7 +160,7 @@ def time_candidate(spec: RunSpec, path: str, seed: int, verdict: Verdict, screen
     oom = out_of_gpu_memory(spec, timing.status == "ok", timing.reason)
     if not (oom or disturbed_by_other_jobs(spec, timing)):
         return timing
-    again = time_alone(spec, path, seed=seed, screen_above_ms=screen_above_ms, **budget)
+    again = time_alone(spec, path, seed=seed, screen_above_ms=screen_above_ms, **SEARCH_TIMING)
     return again.model_copy(update={"retried_alone_after": f"{timing.status}: {timing.reason}"[:500]})
 
 
@@ -372,17 +371,17 @@ def compiler_seed(spec: RunSpec, recording: str | None) -> SeedResult:
     if not spec.device.startswith("cuda"):
         return SeedResult(unavailable="on the CPU Inductor writes C++, not Triton: record the problem on a GPU with "
                                       "scripts/record_inductor.py and pass the folder with --compiler-recording")  # fmt: skip
-    out = Path(tempfile.mkdtemp(prefix="beamsearch-inductor-"))
-    command = [sys.executable, str(RECORDER), "--problem", spec.problem_path, "--out", str(out), "--dtype", spec.dtype]
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=RECORD_TIMEOUT_S, check=False)
-    except subprocess.TimeoutExpired:
-        return SeedResult(unavailable=f"torch.compile did not finish within {RECORD_TIMEOUT_S:.0f} s")
-    folders = [f for f in out.iterdir() if f.is_dir()]
-    if done.returncode != 0 or len(folders) != 1:
-        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-        return SeedResult(unavailable=f"torch.compile failed (exit {done.returncode}): {' | '.join(tail)}"[:600])
-    return seed_from_recording(folders[0])
+    with tempfile.TemporaryDirectory(prefix="beamsearch-inductor-") as out:
+        command = [sys.executable, str(RECORDER), "--problem", spec.problem_path, "--out", out, "--dtype", spec.dtype]
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=RECORD_TIMEOUT_S, check=False)
+        except subprocess.TimeoutExpired:
+            return SeedResult(unavailable=f"torch.compile did not finish within {RECORD_TIMEOUT_S:.0f} s")
+        folders = [f for f in Path(out).iterdir() if f.is_dir()]
+        if done.returncode != 0 or len(folders) != 1:
+            tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+            return SeedResult(unavailable=f"torch.compile failed (exit {done.returncode}): {' | '.join(tail)}"[:600])
+        return seed_from_recording(folders[0])
 
 
 def retime(spec: RunSpec, entries: list[BeamEntry], ctx: WorkerContext, rounds: int = 2) -> list[FinalTiming]:
