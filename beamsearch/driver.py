@@ -234,7 +234,8 @@ class Driver:
         new = size - len(carried)
         if proposing:  # a portfolio: the model's ideas, and the knobs of the kernels it made that the beam kept
             planned_now = plan_round(self.state, round_)[:new]
-            tuning = self._tuning_share(len(carried) + len(planned_now))
+            model_tasks = len(carried) + len(planned_now)
+            tuning = self._more_within_budget(model_tasks, model_tasks)
             planned_now += optimiser.plan(self.state, round_, tuning, roots=MODEL_ORIGINS, prefix="u") if tuning else []
         else:
             planned_now = optimiser.plan(self.state, round_, new)
@@ -245,7 +246,7 @@ class Driver:
         finished = {r.task_id: r for r in self.trace.finished_candidates(round_)}
         done = {i: r for i, r in finished.items() if _same_task(planned.get(i), r)}
         todo = [t for t in tasks if t.id not in done]
-        places = self._places_left(size, len(tasks))
+        places = self._more_within_budget(size, len(tasks))
         handback = Handback(self.state, round_, planned, places, self.state.pending[size:], finished)
         seen, fastest = dict(self.state.seen), dict(self.state.fastest_compiled)
         results: list[TaskResult] = []
@@ -291,16 +292,12 @@ class Driver:
                            handback.pending)  # fmt: skip
         return True
 
-    def _tuning_share(self, model_tasks: int) -> int:
-        """A portfolio round's knob variants: as many as the model's tasks, within the candidate budget."""
+    def _more_within_budget(self, wanted: int, planned: int) -> int:
+        """How many candidates, up to ``wanted``, a round with ``planned`` tasks may try besides them within
+        the candidate budget: a portfolio round's knob variants (as many as the model's tasks), a round's
+        handed-back kernels (as many again as its size)."""
         budget = self.state.config.budget_candidates
-        return model_tasks if budget is None else max(0, min(model_tasks, budget - self._candidates() - model_tasks))
-
-    def _places_left(self, size: int, planned: int) -> int:
-        """How many handed-back kernels a round of ``size`` places with ``planned`` tasks may try besides: as
-        many again as its size, within the candidate budget."""
-        budget = self.state.config.budget_candidates
-        return size if budget is None else max(0, min(size, budget - self._candidates() - planned))
+        return wanted if budget is None else max(0, min(wanted, budget - self._candidates() - planned))
 
     def _finish_round(self, round_: int, results: list[TaskResult], profiles: BeamProfiles, seen: dict[str, str],
                       fastest: dict[str, tuple[str, float]], start: float, last_candidate_at: float,
