@@ -117,8 +117,9 @@ def main(argv: list[str] | None = None) -> int:
         config = previous.config.model_copy(update={k: getattr(config, k) for k in given & RESUME_MAY_CHANGE})
     if config.sweep and (config.llm or config.replay):
         fail("--sweep tries the offline optimiser's knob space: it takes no --llm or --replay")
-    if config.replay and not Path(config.replay).is_dir():
-        fail(f"--replay {config.replay}: not a folder")
+    for flag, folder in (("--replay", config.replay), ("--compiler-recording", config.compiler_recording)):
+        if folder and not Path(folder).is_dir():
+            fail(f"{flag} {folder}: not a folder")
     if config.llm:
         _preflight(config)
     trace = TraceWriter(out or new_run_dir(problem.name))

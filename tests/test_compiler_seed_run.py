@@ -72,3 +72,10 @@ def test_with_no_input_kernel_and_no_seed_the_run_says_both(tmp_path) -> None:
     shutil.copy(DATA.parent.parent / "artifacts" / "26_GELU_" / "problem.py", problem)
     done = run_cli("--problem", str(problem), "--out", str(tmp_path / "run"), "--quiet", timeout=300)
     assert done.returncode == 2 and "--kernel" in done.stderr and "--compiler-seed" in done.stderr, done.stderr
+
+
+def test_a_recording_folder_that_is_not_there_stops_the_run_before_it_starts(tmp_path) -> None:
+    done = run_cli("--problem", "26", "--compiler-recording", str(tmp_path / "nowhere"), "--out", str(tmp_path / "run"),
+                   "--quiet", timeout=120)  # fmt: skip
+    assert done.returncode == 2 and "--compiler-recording" in done.stderr and "not a folder" in done.stderr, done.stderr
+    assert not (tmp_path / "run").exists()
