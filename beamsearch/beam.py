@@ -65,7 +65,7 @@ def mark_duplicate(result: TaskResult, seen: dict[str, str]) -> TaskResult:
 def mark_same_compiled(result: TaskResult, fastest: dict[str, tuple[str, float]]) -> TaskResult:
     """A timed candidate that launches the same compiled code as an earlier one, and is no faster, is a
     duplicate of it; a faster one becomes the one to beat. ``fastest``: compiled hash -> (id, ms)."""
-    key, ms = result.compiled_hash, result.median_ms
+    key, ms = result.compiled_hash, result.ranked_ms
     if result.status != "ok" or key is None or ms is None:
         return result
     first = fastest.get(key)
@@ -84,7 +84,7 @@ def attempt_of(result: TaskResult) -> Attempt | None:
 
 
 def entry_of(result: TaskResult) -> BeamEntry | None:
-    ms = result.median_ms
+    ms = result.ranked_ms
     if result.status != "ok" or result.kernel is None or ms is None:
         return None
     return BeamEntry(id=result.task_id, kernel=result.kernel, ranked_ms=ms, round=result.round,

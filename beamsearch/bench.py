@@ -53,8 +53,8 @@ def with_floor(report: BenchReport) -> BenchReport:
     except UnknownGpu as e:
         return report.model_copy(update={"floor_note": str(e).splitlines()[0]})
     rows = [
-        row.model_copy(update=dict(zip(("pct_of_floor", "suspect"), judge_time(floor, row.median_ms), strict=True)))
-        if row.median_ms
+        row.model_copy(update=dict(zip(("pct_of_floor", "suspect"), judge_time(floor, row.ranked_ms), strict=True)))
+        if row.ranked_ms
         else row
         for row in report.rows
     ]
@@ -69,10 +69,10 @@ def first_timing(report: BenchReport) -> Timing | None:
 def speedup(report: BenchReport, row: BenchRow, baseline: str) -> float | None:
     """The baseline's time over this row's (> 1 is faster); None on the CPU or when either is untimed."""
     t = first_timing(report)
-    base_ms = next((r.median_ms for r in report.rows if r.target == baseline), None)
-    if t is None or not t.on_gpu or base_ms is None or row.median_ms is None:
+    base_ms = next((r.ranked_ms for r in report.rows if r.target == baseline), None)
+    if t is None or not t.on_gpu or base_ms is None or row.ranked_ms is None:
         return None
-    return base_ms / row.median_ms
+    return base_ms / row.ranked_ms
 
 
 def render_report(report: BenchReport, console: Console) -> None:

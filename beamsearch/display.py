@@ -63,11 +63,11 @@ class Display:
         self.tokens += r.tokens
         self.cost_usd += r.cost_usd
         self.event("candidate", id=r.task_id, parent=r.parent_id, status=r.status, reason=r.reason[:400],
-                   median_ms=r.median_ms, worker=r.worker, tokens=r.tokens, cost_usd=r.cost_usd,
+                   median_ms=r.ranked_ms, worker=r.worker, tokens=r.tokens, cost_usd=r.cost_usd,
                    stage_s={k: round(v, 2) for k, v in r.stage_s.items()}, from_task=r.from_task,
                    reply_notes=r.reply_notes)  # fmt: skip
         if not self.quiet:  # above the live panel in a terminal (rich keeps the panel at the bottom)
-            ms = f"{r.median_ms:.4f} ms" if r.median_ms else "-"
+            ms = f"{r.ranked_ms:.4f} ms" if r.ranked_ms else "-"
             came = f"(from {r.from_task}'s reply) " if r.from_task else ""
             self.console.print(f"  {r.task_id:<10} {r.status:<11} {ms:>12}  {came}{r.reason[:240]}", markup=False,
                                highlight=False)  # fmt: skip

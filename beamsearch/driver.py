@@ -93,7 +93,7 @@ class Driver:
                            floor_note=facts.floor_note, workers=[w.where for w in self.pool.workers])  # fmt: skip
         seen, fastest = {**state.seen}, {**state.fastest_compiled}
         result = self._measure_at_start("input", kernel, state.config, floor, seen, fastest)
-        if result.status != "ok" or result.median_ms is None:
+        if result.status != "ok" or result.ranked_ms is None:
             raise SearchError(f"the starting kernel cannot be the search's first parent: {result.status}: {result.reason}"
                               f" (details: {self.trace.candidate_dir(result)})")  # fmt: skip
         config = self._with_verify_slots(result, facts)
@@ -139,7 +139,7 @@ class Driver:
         history = [*state.history, *[a for a in [attempt_of(result)] if a is not None]]
         beam = select_beam(state.beam, [result], config.beam_width)
         self.display.event("compiler_seed", status="in the beam" if any(e.id == COMPILER_SEED_ID for e in beam)
-                           else "slower than the input: not kept", median_ms=result.median_ms)  # fmt: skip
+                           else "slower than the input: not kept", median_ms=result.ranked_ms)  # fmt: skip
         self.state = state.model_copy(update={"beam": beam, "seen": seen, "fastest_compiled": fastest, "history": history})
         self._save()
 
@@ -312,11 +312,11 @@ class Driver:
         results = updated
         profiled = list(profiles.done.values())
         now = time.time()
-        ok = [r for r in results if r.status == "ok" and r.median_ms is not None]
-        best = min(ok, key=lambda r: r.median_ms, default=None)
+        ok = [r for r in results if r.status == "ok" and r.ranked_ms is not None]
+        best = min(ok, key=lambda r: r.ranked_ms, default=None)
         record = RoundRecord(
             round=round_, tasks=len(results), ok=len(ok), failed=sum(r.status == "failed" for r in results),
-            best_id=best.task_id if best else None, best_ms=best.median_ms if best else None,
+            best_id=best.task_id if best else None, best_ms=best.ranked_ms if best else None,
             beam=[e.id for e in beam], running_best_ms=beam[0].ranked_ms if beam else None, wall_s=now - start,
             profile_wall_s=max(0.0, now - last_candidate_at) if profiled else 0.0,
             profile_s=sum(r.stage_s.get("profile", 0.0) for r in profiled), profiles=len(profiled),

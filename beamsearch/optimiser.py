@@ -171,6 +171,6 @@ class Optimiser:
 def outcome_of(result: TaskResult) -> Outcome:
     """A time for a candidate timed and ranked (or a duplicate of a kernel's compiled code, timed too);
     otherwise the failure's status and reason (``rejected: compile_failed: ...``)."""
-    if result.status in ("ok", "duplicate") and result.median_ms is not None:
-        return Outcome(time_ms=result.median_ms)
+    if result.status in ("ok", "duplicate") and result.ranked_ms is not None:
+        return Outcome(time_ms=result.ranked_ms)
     return Outcome(failure=f"{result.status}: {result.reason}"[:1000])

@@ -86,8 +86,8 @@ class Run:
         """The input kernel as measured at the start (round 0), next to which the rounds were measured."""
         folder = self.folder / TRACE_DIR / "input"
         measured = _load(TaskResult, folder / RESULT_FILE, []) if (folder / RESULT_FILE).is_file() else None
-        if measured is not None and measured.median_ms is not None:
-            return measured.median_ms
+        if measured is not None and measured.ranked_ms is not None:
+            return measured.ranked_ms
         return self.state.input.ranked_ms if self.state and self.state.input else self.input_ms
 
     @property

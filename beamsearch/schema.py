@@ -137,7 +137,7 @@ class TimingResult(Record):
                                      "first try's status and reason (out of memory, or a check other jobs can fail)")
 
     @property
-    def median_ms(self) -> float | None:
+    def ranked_ms(self) -> float | None:
         """The time to rank by: only a timing that passed its checks has one. A failed timing's numbers
         (a wrong answer from a timed call, clocks that disagree) are kept as evidence, not as a time."""
         return self.timing.median_ms if self.status == "ok" and self.timing is not None else None
@@ -214,8 +214,9 @@ class BenchRow(Record):
     suspect: bool = Field(False, description="measured faster than the floor allows: not accepted")
 
     @property
-    def median_ms(self) -> float | None:
-        return self.timing.median_ms if self.timing is not None else None
+    def ranked_ms(self) -> float | None:
+        """The kernel's time, from a timing that passed its checks (``TimingResult.ranked_ms``)."""
+        return self.timing.ranked_ms if self.timing is not None else None
 
 
 class BenchReport(Record):

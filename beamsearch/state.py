@@ -48,7 +48,7 @@ class BeamEntry(Record):
     id: str
     kernel: Kernel
     ranked_ms: float = Field(description="the time the beam ranks it by: the median of an in-round timing that "
-                             "passed its checks (``TaskResult.median_ms``)")
+                             "passed its checks (``TaskResult.ranked_ms``)")
     round: int
     compiled_hash: str | None = Field(None, description="hash of the compiled code a call launches (GPU runs)")
     profile: Profile | None = None
@@ -122,15 +122,15 @@ class TaskResult(Record):
     finished_at: float = 0.0
 
     @property
-    def median_ms(self) -> float | None:
-        """Only from a timing that passed its checks (``TimingResult.median_ms``)."""
-        return self.timing.median_ms if self.timing is not None else None
+    def ranked_ms(self) -> float | None:
+        """The candidate's time to rank by: only from a timing that passed its checks (``TimingResult.ranked_ms``)."""
+        return self.timing.ranked_ms if self.timing is not None else None
 
     @property
     def screened(self) -> bool:
         """Its timing passed, and stopped early: too slow to enter the beam (``Task.screen_above_ms``)."""
         t = self.timing
-        return t is not None and t.median_ms is not None and t.timing.screened_above_ms is not None
+        return t is not None and t.ranked_ms is not None and t.timing.screened_above_ms is not None
 
     @property
     def compiled_hash(self) -> str | None:

@@ -184,7 +184,7 @@ def ncu_json(profile: Profile) -> str:
 
 def benchmark_json(result: TaskResult, problem: str) -> dict:
     timing = result.timing.timing if result.timing else None
-    ms = result.median_ms
+    ms = result.ranked_ms
     return {
         "problem": problem,
         "id": result.task_id,

@@ -15,7 +15,7 @@ from beamsearch.schema import BenchReport
 
 
 def rows(report: BenchReport) -> list[str]:
-    medians = {r.target: r.median_ms for r in report.rows}
+    medians = {r.target: r.ranked_ms for r in report.rows}
     out = []
     for r in report.rows:
         t = r.timing.timing if r.timing and r.timing.timing else None

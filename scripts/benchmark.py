@@ -80,9 +80,9 @@ def progress_line(i: int, n: int, report: BenchReport, notes: list[str], seconds
 def _short_result(row: BenchRow) -> str:
     if row.verdict is not None and not row.verdict.passed:
         return row.verdict.status
-    if row.median_ms is None:
+    if row.ranked_ms is None:
         return row.timing.status if row.timing else "not timed"
-    return f"{row.median_ms:.4f} ms" + (" (suspect)" if row.suspect else "")
+    return f"{row.ranked_ms:.4f} ms" + (" (suspect)" if row.suspect else "")
 
 
 def render(run: BenchmarkRun, console: Console) -> None:
@@ -126,7 +126,7 @@ def markdown(run: BenchmarkRun) -> str:
     for report in run.reports:
         for row in report.rows:
             t = row.timing.timing if row.timing and row.timing.timing else None
-            if t is None or row.median_ms is None:
+            if t is None or row.ranked_ms is None:
                 why = (f"{row.verdict.status}: {row.verdict.reason}" if row.verdict is not None and not row.verdict.passed
                        else f"{row.timing.status}: {row.timing.reason}" if row.timing else "not timed")  # fmt: skip
                 lines.append(f"| {report.problem} | {row.label} | {_cell(why)} | | | | | | |")

@@ -52,12 +52,12 @@ def bench_problem(name: str, out: Path, recordings: Path, device: str) -> dict:
     row |= {
         "seed_passed": verdict.passed if verdict else None,
         "seed_reason": verdict.reason if verdict else None,
-        "seed_ms": kernel.median_ms,
-        "max_autotune_ms": baseline.median_ms,
+        "seed_ms": kernel.ranked_ms,
+        "max_autotune_ms": baseline.ranked_ms,
         "device": kernel.timing.timing.device_name if kernel.timing and kernel.timing.timing else None,
     }
-    if kernel.median_ms and baseline.median_ms:
-        row["max_autotune_over_seed"] = baseline.median_ms / kernel.median_ms
+    if kernel.ranked_ms and baseline.ranked_ms:
+        row["max_autotune_over_seed"] = baseline.ranked_ms / kernel.ranked_ms
     return row
 
 

@@ -337,14 +337,14 @@ def _read_bench(folder: Path, record: StageRun) -> tuple[dict, str]:
     problems = []
     for row in report.rows:
         if row.target in names:
-            found[names[row.target]] = row.median_ms
+            found[names[row.target]] = row.ranked_ms
         elif row.verdict is not None:
             found["input_ms"] = (
-                row.median_ms
+                row.ranked_ms
             )  # the bench's clock, beside the baselines, wins over the search's
         if row.timing is not None and row.timing.timing is not None:
             found["device"] = row.timing.timing.device_name
-        if row.median_ms is None:
+        if row.ranked_ms is None:
             why = row.timing.reason if row.timing is not None else row.verdict.reason if row.verdict else ""
             problems.append(f"{row.label} has no time ({why or 'not timed'})")
         elif row.suspect:

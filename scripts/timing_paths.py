@@ -43,7 +43,7 @@ def compare(problem: str, device: str, pairs: int) -> dict[str, object]:
         verdict = verify_kernel(spec, kernel, timing=TimingKnobs())
         runner_s.append(time.perf_counter() - start)
         runner = verdict.timing
-        if child.median_ms is None or runner is None or runner.median_ms is None:
+        if child.ranked_ms is None or runner is None or runner.ranked_ms is None:
             problems.append(f"child {child.status}: {child.reason[:120]}; verdict {verdict.status}: "
                             f"{verdict.reason[:120]}; runner {runner.status if runner else '-'}: "
                             f"{runner.reason[:120] if runner else ''}")  # fmt: skip

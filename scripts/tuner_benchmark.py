@@ -49,7 +49,7 @@ def bench_problem(name: str, n: int, parallel: int, folder: Path) -> dict:
     rows = []
     for kernel, path, verdict in zip(proposals, paths, verdicts, strict=True):
         timing = time_target(spec, str(path)) if verdict.passed else None
-        ms = timing.median_ms if timing else None
+        ms = timing.ranked_ms if timing else None
         rows.append({"note": kernel.note, "status": verdict.status if not verdict.passed else (timing.status if timing else "-"),
                      "reason": verdict.reason if not verdict.passed else "", "median_ms": ms})  # fmt: skip
     floor = problem_floor(spec, base.timing.device_name)

@@ -86,10 +86,10 @@ def record_run(out: Path, *, device: str = "cuda", summary: bool = True) -> Summ
         for r in results:
             trace.write_candidate(r, PROBLEM)
         ok = [r for r in results if r.status == "ok"]
-        best = min(ok, key=lambda r: r.median_ms, default=None)
-        running = min([running] + [r.median_ms for r in ok])
+        best = min(ok, key=lambda r: r.ranked_ms, default=None)
+        running = min([running] + [r.ranked_ms for r in ok])
         rec = RoundRecord(round=n, tasks=len(results), ok=len(ok), failed=sum(r.status == "failed" for r in results),
-                          best_id=best.task_id if best else None, best_ms=best.median_ms if best else None,
+                          best_id=best.task_id if best else None, best_ms=best.ranked_ms if best else None,
                           beam=["r3-t0"] if n >= 3 else ["r1-t0"], running_best_ms=running, wall_s=30.0 * n,
                           tokens=0, cost_usd=0.0)  # fmt: skip
         trace.write_round(rec, best, PROBLEM)

@@ -50,13 +50,13 @@ def test_a_timing_that_failed_its_checks_is_not_ranked_whatever_its_numbers(monk
     not_timed, with no time to rank by, whether or not the timing says it stopped early."""
     result = _run(monkeypatch, _timing("failed", 1.0, screened))
     assert result.kernel == PLANNED, result.reason  # the driver's kernel was verified, so the timing was reached
-    assert result.status == "not_timed" and result.median_ms is None and not result.screened
+    assert result.status == "not_timed" and result.ranked_ms is None and not result.screened
     assert "output_after_timing" in result.reason and "stopped" not in result.reason
 
 
 def test_a_screened_timing_that_passed_is_ranked_and_says_it_stopped_early(monkeypatch) -> None:
     result = _run(monkeypatch, _timing("ok", 9.0, screened_above_ms=6.0))
-    assert result.status == "ok" and result.median_ms == 9.0 and result.screened
+    assert result.status == "ok" and result.ranked_ms == 9.0 and result.screened
     assert "timing stopped after 10 repetitions" in result.reason
 
 
@@ -83,7 +83,7 @@ def test_a_timing_disturbed_twice_is_inconclusive_not_a_failure(monkeypatch, tmp
     config = SearchConfig(problem="p", profile=False)
     task = Task(id="r1-t0", round=1, direction=0, parent=parent, spec=spec, config=config, kernel=PLANNED)
     result = run_task(task, WorkerContext("w0"))
-    assert tried == [True] and result.status == status and result.median_ms is None
+    assert tried == [True] and result.status == status and result.ranked_ms is None
     assert result.timing.retried_alone_after == "failed: current_stream: d" and f"{alone}: d" in result.reason
     if status == "inconclusive":
         assert "not held against the kernel" in result.reason
@@ -93,7 +93,7 @@ def test_the_driver_planned_kernel_is_the_candidate_and_a_task_without_one_offli
     """The offline optimiser's task carries its kernel, which is what the worker verifies and times; a task
     with no kernel and neither a model nor a replay proposes nothing (the worker has no tuner of its own)."""
     ok = _run(monkeypatch, _timing("ok", 2.5))
-    assert ok.status == "ok" and ok.kernel == PLANNED and ok.median_ms == 2.5
+    assert ok.status == "ok" and ok.kernel == PLANNED and ok.ranked_ms == 2.5
     none = _run(monkeypatch, _timing("ok", 2.5), kernel=None)
     assert none.status == "no_proposal" and none.kernel is None and "no kernel to try" in none.reason
 

@@ -262,7 +262,7 @@ def run_task(task: Task, ctx: WorkerContext) -> TaskResult:
     with stages("time"):
         timing = time_candidate(spec, path, seeds[0], verdict, task.screen_above_ms)
     gpu_s = _held_s(timing)
-    ms = timing.median_ms
+    ms = timing.ranked_ms
     if ms is None:
         return _done(facts.result(_untimed_status(spec, timing), _untimed_reason(spec, timing), kernel=kernel,
                                   tries=tries, timing=timing, gpu_measure_s=gpu_s), stages)  # fmt: skip
@@ -318,16 +318,16 @@ def measure_input(task: Task, ctx: WorkerContext) -> TaskResult:
         return result("rejected", f"{verdict.status}: {verdict.reason}", tries)
     with stages("time"):
         timing = time_candidate(spec, path, seeds[0], verdict)
-    if timing.median_ms is None:
+    if timing.ranked_ms is None:
         return result(_untimed_status(spec, timing), _untimed_reason(spec, timing), tries, timing)
     profile, roofline = None, None
     if task.config.profile and spec.device.startswith("cuda"):
         with stages("profile"):
             profile = profile_candidate(spec, path, seeds[0])
         roofline = classify(profile.combined) if profile.available else None
-    pct = judge_time(task.floor, timing.median_ms)[0] if task.floor and spec.device.startswith("cuda") else None
+    pct = judge_time(task.floor, timing.ranked_ms)[0] if task.floor and spec.device.startswith("cuda") else None
     held_s = _held_s(timing) + (profile.duration_s if profile and profile.available else 0.0)
-    return result("ok", f"{timing.median_ms:.4f} ms", tries, timing, profile=profile, roofline=roofline,
+    return result("ok", f"{timing.ranked_ms:.4f} ms", tries, timing, profile=profile, roofline=roofline,
                   pct_of_floor=pct, gpu_measure_s=held_s)  # fmt: skip
 
 
@@ -335,7 +335,7 @@ def time_baselines(spec: RunSpec, targets: list[str]) -> list[Baseline]:
     out = []
     for target in targets:
         result = time_target(spec, target)
-        ms = result.median_ms
+        ms = result.ranked_ms
         out.append(Baseline(label=target, target=target, median_ms=ms, status=result.status, reason=result.reason))
     return out
 
@@ -400,17 +400,17 @@ def final_timing(spec: RunSpec, cand_id: str, path: str, results: list[TimingRes
     doubt: it is timed once more alone (``time_alone``), as in-round timings are, and keeps a time only if
     that passes. Failed alone too, it has no time: ``inconclusive`` when only checks other processes on the
     GPU can fail were failed (``disturbed_by_other_jobs``), else ``failed``; the first failure is kept."""
-    medians = [r.median_ms for r in results if r.median_ms is not None]
-    failed = next((r for r in results if r.median_ms is None), None)
+    medians = [r.ranked_ms for r in results if r.ranked_ms is not None]
+    failed = next((r for r in results if r.ranked_ms is None), None)
     first = ""
     if failed is not None:
         first = _status_line(failed)
         again = time_alone(spec, path)
-        if again.median_ms is None:
+        if again.ranked_ms is None:
             verdict = "inconclusive" if disturbed_by_other_jobs(spec, again) else "failed"
             return FinalTiming(id=cand_id, median_ms=None, status=verdict, reason=_status_line(again),
                                medians_ms=medians, retried_alone_after=first)  # fmt: skip
-        medians.append(again.median_ms)
+        medians.append(again.ranked_ms)
     if not medians:
         return FinalTiming(id=cand_id, median_ms=None, status="failed", reason="not timed", retried_alone_after=first)
     median = sorted(medians)[len(medians) // 2]
