@@ -4,8 +4,9 @@ A run writes everything to its own untracked folder (``runs/<problem>/<UTC time>
 what a reader needs, in the published layout, next to the problem:
 
     artifacts/<problem>/problem.py, input_kernel.py          the inputs: kept, or added when missing
-    artifacts/<problem>/optimization_trace/input/            the starting kernel, measured like a candidate
-    artifacts/<problem>/optimization_trace/round_N/          the round's best candidate: prompts, replies,
+    artifacts/<problem>/optimization_trace.tar.xz            the trace, one archive (beamsearch.trace_archive):
+        optimization_trace/input/                            the starting kernel, measured like a candidate
+        optimization_trace/round_N/                          the round's best candidate: prompts, replies,
                                                              strategy, ncu metrics, kernel.py, round.json;
                                                              the overall best's round also its result.json
     artifacts/<problem>/optimized_kernel_beam_search.py, summary.json
@@ -13,8 +14,10 @@ what a reader needs, in the published layout, next to the problem:
                                                              results table in artifacts/README.md
 
 Every candidate's own folder (``round_N/candidates/``), the event log and the resume point stay in the
-run folder. A destination that already holds published results is replaced only with ``--force``; its
-inputs and the README's text outside the generated block are kept either way.
+run folder. The trace is one archive so that the repository holds a few files per published problem, not
+a hundred; ``tar -xJf optimization_trace.tar.xz`` in the problem's folder unpacks the reference layout.
+A destination that already holds published results is replaced only with ``--force``; its inputs and the
+README's text outside the generated block are kept either way.
 """
 
 from __future__ import annotations
@@ -29,9 +32,11 @@ from beamsearch.problems import ARTIFACTS_DIR, INPUT_KERNEL_FILE, PROBLEM_FILE
 from beamsearch.report import PLOT, README, write_report
 from beamsearch.state import Summary
 from beamsearch.trace import BEST_KERNEL_FILE, RESULT_FILE, SUMMARY_FILE, TRACE_DIR
+from beamsearch.trace_archive import TRACE_ARCHIVE, pack_trace
 
 INPUTS = (PROBLEM_FILE, INPUT_KERNEL_FILE, README)  # never removed from the destination
-OUTPUTS = (TRACE_DIR, SUMMARY_FILE, BEST_KERNEL_FILE, PLOT)  # what --force replaces
+# what --force replaces (a trace folder too: an archive unpacked there by hand)
+OUTPUTS = (TRACE_ARCHIVE, TRACE_DIR, SUMMARY_FILE, BEST_KERNEL_FILE, PLOT)
 CANDIDATES = "candidates"
 
 
@@ -58,6 +63,8 @@ def publish(run_dir: Path, dest: Path | None = None, *, force: bool = False) -> 
     with tempfile.TemporaryDirectory(dir=dest, prefix=".publishing-") as tmp:
         staged = Path(tmp)
         _stage(run_dir, summary, staged)
+        if (staged / TRACE_DIR).is_dir():
+            pack_trace(staged)
         for name in present:
             path = dest / name
             shutil.rmtree(path) if path.is_dir() else path.unlink()

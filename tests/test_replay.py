@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from beamsearch.schema import Attempt, Diagnosis, Kernel
-from workers.proposers.replay import ReplayProposer
+from beamsearch.trace_archive import pack_trace
+from workers.proposers.replay import ReplayProposer, recorded_rounds
 
 NONE = Diagnosis(bottlenecks=[], source="rules")
 PARENT = Kernel(source="# parent\n", origin="input")
@@ -27,6 +28,17 @@ def test_rounds_in_order_from_each_layout(tmp_path) -> None:
     replay = ReplayProposer(tmp_path)
     tags = [[k.source.split("# ")[1].strip() for k in replay.propose(PARENT, NONE, [])] for _ in range(4)]
     assert tags == [["r1"], ["r2"], ["r10-t0", "r10-t1"], []]  # 10 after 2: numeric order
+
+
+def test_a_published_folder_is_replayed_from_its_trace_archive(tmp_path) -> None:
+    """``beamsearch.publish`` keeps the trace as optimization_trace.tar.xz: the rounds are read from it."""
+    for n in (1, 2):
+        (tmp_path / "optimization_trace" / f"round_{n}").mkdir(parents=True)
+        (tmp_path / "optimization_trace" / f"round_{n}" / "kernel.py").write_text(kernel_text(f"r{n}"))
+    pack_trace(tmp_path)
+    rounds = recorded_rounds(tmp_path)
+    assert [[k.source for k in r] for r in rounds] == [[kernel_text("r1")], [kernel_text("r2")]]
+    assert rounds[0][0].note == f"replay of {tmp_path / 'optimization_trace.tar.xz'}/optimization_trace/round_1/kernel.py"
 
 
 def test_already_tried_kernels_are_skipped_and_parent_is_set(tmp_path) -> None:

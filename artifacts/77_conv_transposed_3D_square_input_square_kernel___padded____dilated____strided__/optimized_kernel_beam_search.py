@@ -76,7 +76,7 @@ def _conv_transpose3d_kernel(
                     # Pointers for input channel 0; advanced by one channel per iteration.
                     x_ptrs = x_ptr + ((n * C_in * D + idd) * H + ih) * W + iw
                     w_ptrs = w_ptr + co.to(tl.int64) * KVOL + tap
-                    for ci in range(C_in):
+                    for _ci in range(C_in):
                         xv = tl.load(x_ptrs, mask=x_mask, other=0.0).to(tl.float32)
                         wv = tl.load(w_ptrs, mask=co_mask, other=0.0).to(tl.float32)
                         acc += wv[:, None] * xv[None, :]

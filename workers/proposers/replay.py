@@ -1,7 +1,8 @@
 """Replay: the kernels of a recorded run, proposed again round by round, with no model.
 
 Reads a trace folder's ``round_N/`` folders in order (``optimization_trace/round_N/`` under a problem
-folder, or the rounds directly). From each round it takes every ``candidates/<id>/kernel.py`` (our
+folder, or the rounds directly, or those in a published problem folder's ``optimization_trace.tar.xz``).
+From each round it takes every ``candidates/<id>/kernel.py`` (our
 traces) or else the round's ``kernel.py``; a round with neither but an ``opt_reply.txt`` (KernelAgent's
 published layout) gives the kernel in that reply. So a published run can be re-measured on another GPU.
 Each ``propose`` call returns the next round's kernels, and nothing once the rounds run out.
@@ -11,19 +12,33 @@ from __future__ import annotations
 
 import logging
 import re
+import tarfile
+import tempfile
 from pathlib import Path
 
 from beamsearch.schema import Attempt, Diagnosis, Kernel
 
 log = logging.getLogger(__name__)
 ROUND = re.compile(r"round_(\d+)$")
+TRACE_ARCHIVE = "optimization_trace.tar.xz"  # how ``beamsearch.publish`` keeps a published trace
 
 
 def recorded_rounds(trace: Path) -> list[list[Kernel]]:
     """The kernels of each recorded round, in round order; unreadable rounds are logged and empty."""
+    if not (trace / "optimization_trace").is_dir() and (trace / TRACE_ARCHIVE).is_file():
+        return _archived_rounds(trace / TRACE_ARCHIVE)
     folder = trace / "optimization_trace" if (trace / "optimization_trace").is_dir() else trace
     rounds = sorted((int(m.group(1)), p) for p in folder.iterdir() if p.is_dir() and (m := ROUND.search(p.name)))
     return [_round_kernels(path) for _, path in rounds]
+
+
+def _archived_rounds(archive: Path) -> list[list[Kernel]]:
+    """The rounds inside a published trace archive, each kernel's note naming its place in the archive."""
+    with tempfile.TemporaryDirectory(prefix="beamsearch-replay-") as tmp:
+        with tarfile.open(archive, "r:xz") as tar:
+            tar.extractall(tmp, filter="data")
+        rounds = recorded_rounds(Path(tmp))
+    return [[k.model_copy(update={"note": k.note.replace(tmp, str(archive))}) for k in kernels] for kernels in rounds]
 
 
 def _round_kernels(path: Path) -> list[Kernel]:
@@ -50,7 +65,8 @@ class ReplayProposer:
             raise FileNotFoundError(f"replay: {self.trace} is not a folder")
         self._rounds = recorded_rounds(self.trace)
         if not self._rounds:
-            raise FileNotFoundError(f"replay: no round_N folders under {self.trace} (or its optimization_trace/)")
+            raise FileNotFoundError(f"replay: no round_N folders under {self.trace} (or its optimization_trace/ or "
+                                    f"{TRACE_ARCHIVE})")
         self._next = 0
 
     def seek(self, round_index: int) -> None:
