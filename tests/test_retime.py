@@ -165,9 +165,8 @@ def test_a_round_counts_its_inconclusive_candidates_apart_from_failures(tmp_path
     assert "| 0; 1 inconclusive |" in rounds_table(run) and "not counted as failed" in rounds_table(run)
 
 
-COMMITTED_SUMMARY = (
-    Path(__file__).parent.parent / "docs/gpu-runs/2026-11-25-h100-screening/b/full-2/summary.json"
-)
+# A search's summary from a GPU session (docs/gpu-runs/2026-11-25-h100-screening, run b/full-2), kept as written then.
+COMMITTED_SUMMARY = Path(__file__).parent / "data" / "summaries" / "old_status_with_reason.json"
 
 
 def test_a_committed_summary_loads_and_an_old_status_with_its_reason_is_split() -> None:
