@@ -419,7 +419,9 @@ class Driver:
         self.trace.save_state(self.state)
 
 
-CONTEXTS_GB_PER_WORKER = 2.0  # CUDA contexts of a worker's waiting spare processes, about 0.5 GB each
+# CUDA contexts of a worker's waiting processes, about 0.5 GB each: its spares, and the judge and runner of
+# its verification session (workers.harness.verify.VerifySession) between two variants
+CONTEXTS_GB_PER_WORKER = 3.0
 MEMORY_HEADROOM = 0.9  # of the GPU's memory: fragmentation, ncu's profiles of the beam's kernels
 
 

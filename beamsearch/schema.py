@@ -156,6 +156,8 @@ class VerifyRequest(Record):
                                             "the checks and the timing run; 0: none")
     first_call_limit_s: float | None = Field(None, gt=0, description="the longest the kernel's first call (its "
                                              "compile) may take; None: only the child's timeout bounds it")
+    session: bool = Field(False, description="a verification of a session (child_process.ChildSession): a "
+                          "kernel that passes every check and its timing leaves its runner for the next kernel")
 
 
 VerdictStatus = Literal[

@@ -15,11 +15,11 @@ from beamsearch.state import TaskResult, VerifyTry
 @pytest.mark.parametrize(
     ("peak_gb", "workers", "expected"),
     [
-        (20.0, 4, 3),  # 0.9 * 80 - 4 * 2 = 64 GB usable: three 20 GB verifications
+        (20.0, 4, 3),  # 0.9 * 80 - 4 * 3 = 60 GB usable: three 20 GB verifications
         (1.0, 4, 4),  # small problems: one place per worker, no more
         (0.5, 8, 8),
         (100.0, 4, 1),  # larger than the GPU: one at a time, and it retries alone if it runs out
-        (31.0, 2, 2),  # 68 GB usable with two workers
+        (31.0, 2, 2),  # 66 GB usable with two workers
     ],
 )
 def test_verifications_fit_the_gpu_memory_beside_the_workers_spares(peak_gb, workers, expected) -> None:

@@ -102,7 +102,7 @@ def test_only_the_tuners_variants_have_a_compile_time_limit() -> None:
     """A model's kernel may autotune in its first call; a knob variant compiles in about a second."""
     source = "def kernel_function(x):\n    return x\n"
     assert task_module.compile_limit_s(Kernel(source=source, origin="tuner")) == task_module.TUNER_COMPILE_LIMIT_S
-    for origin in ("llm", "replay", "input"):
+    for origin in ("llm", "replay", "input", "compiler"):
         assert task_module.compile_limit_s(Kernel(source=source, origin=origin)) is None
 
 
@@ -117,3 +117,17 @@ def test_every_result_of_a_task_carries_the_task_and_its_parent(monkeypatch, tim
         tried = result.kernel is not None
         assert result.kernel == (PLANNED if tried else None) and len(result.tries) == int(tried)
         assert (result.timing is not None) == tried and ("verify" in result.stage_s) == tried
+
+
+def test_only_the_optimisers_variants_share_a_verification_session() -> None:
+    """A knob variant differs from a verified kernel only in its knobs; a model's, a replay's or the input
+    kernel is arbitrary code, and gets processes of its own. A session is for one problem and device."""
+    ctx = WorkerContext("w0")
+    spec = RunSpec(problem_path=str(DATA / "scale_rows_problem.py"), shapes="small", device="cpu")
+    session = ctx.variant_session(spec, PLANNED)
+    assert session is not None and ctx.variant_session(spec, PLANNED) is session
+    for origin in ("llm", "replay", "input", "compiler"):
+        assert ctx.variant_session(spec, PLANNED.model_copy(update={"origin": origin})) is None
+    other = ctx.variant_session(spec.model_copy(update={"shapes": "full"}), PLANNED)
+    assert other is not session and session.child.child is None
+    ctx.close_session()

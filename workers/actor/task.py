@@ -51,7 +51,7 @@ from profiling.work import judge_time
 from prompts.records import Reflection
 from workers.harness.gpu_lock import gpu_memory
 from workers.harness.timing import time_target
-from workers.harness.verify import verify_kernel
+from workers.harness.verify import VerifySession, verify_kernel
 from workers.proposers.compile_seed import SeedResult, seed_from_recording
 from workers.proposers.llm import LLMProposer
 from workers.proposers.llm_client import MAX_WAIT_S, LLMClient, LLMConfig
@@ -64,7 +64,8 @@ CPU_STAND_IN_GPU = "NVIDIA H100 80GB HBM3"  # peaks quoted to a model on CPU run
 
 
 class WorkerContext:
-    """What one worker keeps between tasks: parent profiles and diagnoses by kernel hash, a scratch folder."""
+    """What one worker keeps between tasks: parent profiles and diagnoses by kernel hash, a scratch folder,
+    and the session its knob variants are verified in (``variant_session``)."""
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -72,6 +73,25 @@ class WorkerContext:
         self.profiles: dict[str, tuple[Profile, Roofline | None]] = {}
         self.diagnoses: dict[tuple[str, str], Diagnosis] = {}
         self.scratch = Path(tempfile.mkdtemp(prefix=f"beamsearch-{name}-"))
+        self._session: tuple[str, VerifySession] | None = None
+
+    def variant_session(self, spec: RunSpec, kernel: Kernel) -> VerifySession | None:
+        """The session a candidate is verified in: the optimiser's knob variants of one problem share one
+        judge and runner while each passes (``workers.harness.verify``), sparing each the start of two
+        processes, CUDA and the problem. A model's or a replay's kernel, or the input, gets processes of
+        its own: they are arbitrary code, where a variant differs from a verified kernel only in its knobs."""
+        if kernel.origin != "tuner":
+            return None
+        key = spec.model_dump_json()
+        if self._session is None or self._session[0] != key:
+            self.close_session()
+            self._session = (key, VerifySession(spec.device))
+        return self._session[1]
+
+    def close_session(self) -> None:
+        if self._session is not None:
+            self._session[1].close()
+            self._session = None
 
     def kernel_file(self, key: str, kernel: Kernel) -> str:
         path = self.scratch / key / "kernel.py"
@@ -120,7 +140,7 @@ def out_of_gpu_memory(spec: RunSpec, passed: bool, reason: str) -> bool:
 
 
 def verify_candidate(spec: RunSpec, path: str, seeds: list[int], slots: int, screen_above_ms: float | None = None,
-                     first_call_limit_s: float | None = None) -> Verdict:  # fmt: skip
+                     first_call_limit_s: float | None = None, session: VerifySession | None = None) -> Verdict:  # fmt: skip
     """Verify holding one of the GPU's ``slots`` verification places (a memory budget); a kernel that
     passes is then timed in the same process, still holding it, on the first seed's inputs
     (``Verdict.timing``), so a candidate starts one GPU process fewer.
@@ -131,10 +151,12 @@ def verify_candidate(spec: RunSpec, path: str, seeds: list[int], slots: int, scr
     memory than the GPU has fails the second time too. The workers' idle spares still hold their CUDA
     contexts then, about 0.5 GB each. The timing takes a search's budgets (``SEARCH_TIMING``);
     ``screen_above_ms``: it stops early above it (``Task``). ``first_call_limit_s``: the longest the
-    kernel's first call (the compile) may take."""
+    kernel's first call (the compile) may take. ``session``: the worker's session for knob variants
+    (``WorkerContext.variant_session``); the retry alone runs in fresh processes."""
     knobs = TimingKnobs(seed=seeds[0], screen_above_ms=screen_above_ms, **SEARCH_TIMING)
     with gpu_memory(spec.device):
-        verdict = verify_kernel(spec, path, seeds=seeds, timing=knobs, slots=slots, first_call_limit_s=first_call_limit_s)
+        verdict = verify_kernel(spec, path, seeds=seeds, timing=knobs, slots=slots, first_call_limit_s=first_call_limit_s,
+                                session=session)  # fmt: skip
     if not out_of_gpu_memory(spec, verdict.passed, verdict.reason):
         return verdict
     with gpu_memory(spec.device, alone=True):
@@ -243,7 +265,8 @@ def run_task(task: Task, ctx: WorkerContext) -> TaskResult:
         path = ctx.kernel_file(f"{task.id}-v{len(tries)}", kernel)
         with stages("verify"):
             verdict = verify_candidate(spec, path, seeds, config.verify_per_gpu or 1, task.screen_above_ms,
-                                       first_call_limit_s=compile_limit_s(kernel))  # fmt: skip
+                                       first_call_limit_s=compile_limit_s(kernel),
+                                       session=ctx.variant_session(spec, kernel))  # fmt: skip
         tries.append(VerifyTry(kernel=kernel, verdict=verdict))
         if verdict.passed or llm is None or len(tries) > config.refine_tries:
             break

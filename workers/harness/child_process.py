@@ -19,6 +19,11 @@ their stdin closes (the parent exits) and are killed at interpreter exit.
 A GPU job's spare also starts CUDA while it waits (``start_cuda_early``): the driver, and a context
 on the job's GPU (not ncu's: ``serve(early_cuda=False)``). On a host with several GPUs both queue when
 many processes start them together (docs/scaling.md), and every stage of a task starts a process. A context holds a few hundred MB of GPU memory while the spare waits.
+
+A ``ChildSession`` keeps one child for several jobs, one after another: the child serves the next job
+only when its module says the last one left it fit to (``serve(again=...)``, a rule of the signed
+result that the parent applies too), and otherwise exits; the session then starts the next job in a
+fresh process. Each job still gets its own request, result file and key.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ import sys
 import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -204,15 +210,7 @@ def run_child(module: str, request: BaseModel, timeout_s: float, device: str, *,
     caller), the child's whole process group is killed afterwards, so nothing a kernel started outlives
     its job, and its folder is removed.
     """
-    env = child_env(device)
-    key = spare_key(module, env, prefix)
-    with _spares_lock:
-        child = _spares.pop(key, None)
-        if child is not None and child.proc.poll() is not None:  # a spare that died while idle
-            _discard(child)
-            child = None
-        child = child or _spawn(module, env, prefix)
-        _start_spare(module, env, prefix)  # imports while this job runs
+    child = _take_child(module, child_env(device), prefix)
     try:
         return _run_job(child, request, timeout_s, read_back)
     finally:
@@ -220,10 +218,43 @@ def run_child(module: str, request: BaseModel, timeout_s: float, device: str, *,
         _discard(child)
 
 
-def _run_job(child: _Child, request: BaseModel, timeout_s: float, read_back: str = "") -> ChildRun:
-    req_path, res_path = child.folder / "request.json", child.folder / "result.json"
+def _take_child(module: str, env: dict[str, str], prefix: Prefix | None = None) -> _Child:
+    """A waiting spare of ``module`` (else a process started now), with the next spare started behind it."""
+    with _spares_lock:
+        child = _spares.pop(spare_key(module, env, prefix), None)
+        if child is not None and child.proc.poll() is not None:  # a spare that died while idle
+            _discard(child)
+            child = None
+        child = child or _spawn(module, env, prefix)
+        _start_spare(module, env, prefix)  # imports while this job runs
+    return child
+
+
+def _job_files(child: _Child, request: BaseModel, n: int | None = None) -> tuple[Path, Path, str]:
+    """The job's request written to the child's folder, its result's path, and a fresh key."""
+    suffix = "" if n is None else f"-{n}"
+    req_path, res_path = child.folder / f"request{suffix}.json", child.folder / f"result{suffix}.json"
     req_path.write_text(request.model_dump_json())
-    secret = secrets.token_hex(32)
+    return req_path, res_path, secrets.token_hex(32)
+
+
+def _outcome(child: _Child, res_path: Path, secret: str, timed_out: bool, log_from: int = 0) -> tuple[str, str, bool, str]:
+    """(status, result, forged, output tail) of a job whose child has ended it (or was killed)."""
+    try:
+        tail = (child.folder / "output.log").read_bytes()[log_from:][-TAIL_CHARS:].decode(errors="replace")
+    except OSError:  # the kernel removed it
+        tail = "(output log removed)"
+    try:
+        written = res_path.read_text() if not timed_out else ""
+    except OSError:
+        written = ""
+    result = open_envelope(secret, written) if written else None
+    status = "timeout" if timed_out else ("ok" if result is not None else "crashed")
+    return status, result or "", bool(written) and result is None and not timed_out, tail
+
+
+def _run_job(child: _Child, request: BaseModel, timeout_s: float, read_back: str = "") -> ChildRun:
+    req_path, res_path, secret = _job_files(child, request)
     requested_at, start = time.time(), time.perf_counter()
     timed_out = False
     try:
@@ -237,22 +268,80 @@ def _run_job(child: _Child, request: BaseModel, timeout_s: float, read_back: str
     duration = time.perf_counter() - start
     _kill(child)
     child.log.close()
-    try:
-        tail = (child.folder / "output.log").read_bytes()[-TAIL_CHARS:].decode(errors="replace")
-    except OSError:  # the kernel removed it
-        tail = "(output log removed)"
-    try:
-        written = res_path.read_text() if not timed_out else ""
-    except OSError:
-        written = ""
-    result = open_envelope(secret, written) if written else None
-    status = "timeout" if timed_out else ("ok" if result is not None else "crashed")
+    status, result, forged, tail = _outcome(child, res_path, secret, timed_out)
     extra = ""
     if read_back:
         with contextlib.suppress(OSError):
             extra = (child.folder / read_back).read_text(errors="replace")
-    return ChildRun(status, result or "", child.proc.returncode, tail, duration, requested_at,
-                    forged=bool(written) and result is None and not timed_out, read_back=extra)  # fmt: skip
+    return ChildRun(status, result, child.proc.returncode, tail, duration, requested_at, forged=forged, read_back=extra)
+
+
+class ChildSession:
+    """One child process for a series of jobs of ``module``, while each job's result says the child may
+    serve another (``again``, the rule the child applies too: ``serve``). A job whose result says not,
+    one that timed out, and a child that died all end the process; the next job starts in a fresh one (a
+    spare, as ``run_child``'s jobs do). Never raises for what the child does. Not for several threads
+    at once."""
+
+    POLL_S = 0.005
+
+    def __init__(self, module: str, device: str, again: Callable[[str], bool]) -> None:
+        self.module, self.device, self.again = module, device, again
+        self.child: _Child | None = None
+        self.jobs = 0  # in the current process: 0 when the next job starts a fresh one
+        self.processes = 0  # started (or taken from the spares) over the session's life
+        _sessions.add(self)
+
+    def run(self, request: BaseModel, timeout_s: float) -> ChildRun:
+        """``request`` in the session's process (a fresh one when there is none, or it has exited)."""
+        if self.child is not None and self.child.proc.poll() is not None:
+            self.close()
+        if self.child is None:
+            self.child = _take_child(self.module, child_env(self.device))
+            self.jobs, self.processes = 0, self.processes + 1
+        self.jobs += 1
+        try:
+            run = _run_next_job(self.child, request, timeout_s, self.jobs)
+        except BaseException:
+            self.close()  # Ctrl-C in the caller: nothing of the job's outlives it
+            raise
+        if run.status != "ok" or not self.again(run.result_json):
+            self.close()
+        return run
+
+    def close(self) -> None:
+        """End the session's process (and everything it started), if it has one."""
+        if self.child is not None:
+            _kill(self.child)
+            _discard(self.child)
+            self.child = None
+
+
+def _run_next_job(child: _Child, request: BaseModel, timeout_s: float, n: int) -> ChildRun:
+    """Job ``n`` of a session's child: its own request, result file and key; stdin stays open for the next.
+    The job ends when its result file appears (written whole: ``serve`` renames it into place), when the
+    child exits, or at the timeout, when the child is killed."""
+    req_path, res_path, secret = _job_files(child, request, n)
+    log_path = child.folder / "output.log"
+    log_from = log_path.stat().st_size if log_path.is_file() else 0
+    requested_at, start = time.time(), time.perf_counter()
+    timed_out = False
+    try:
+        child.proc.stdin.write(f"{req_path}\n{res_path}\n{secret}\n".encode())
+        child.proc.stdin.flush()
+    except OSError:  # it died while idle (a broken pipe); its exit status and output say why
+        pass
+    deadline = start + timeout_s
+    while not res_path.is_file() and child.proc.poll() is None:
+        if time.perf_counter() >= deadline:
+            timed_out = True
+            break
+        time.sleep(ChildSession.POLL_S)
+    duration = time.perf_counter() - start
+    status, result, forged, tail = _outcome(child, res_path, secret, timed_out, log_from)
+    if status != "ok":
+        _kill(child)
+    return ChildRun(status, result, child.proc.poll(), tail, duration, requested_at, forged=forged)
 
 
 def _spawn(module: str, env: dict[str, str], prefix: Prefix | None = None) -> _Child:
@@ -285,6 +374,15 @@ def _kill(child: _Child) -> None:
     kill_group(child.proc)
 
 
+_sessions: weakref.WeakSet[ChildSession] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_sessions() -> None:
+    for session in list(_sessions):
+        session.close()
+
+
 @atexit.register
 def _kill_spares() -> None:
     with _spares_lock:
@@ -301,10 +399,11 @@ def _discard(child: _Child) -> None:
 
 
 def serve(request_model: type[Req], handle: Callable[[Req], BaseModel], exit_normally: bool = False,
-          early_cuda: bool = True) -> None:  # fmt: skip
+          early_cuda: bool = True, again: Callable[[Req, str], bool] | None = None) -> None:  # fmt: skip
     """Child side: wait for the two paths and the key on stdin, handle the request, write the signed
     result, exit (``exit_normally``: return, so the interpreter exits as usual: ncu writes its report
-    then).
+    then). With ``again``, a job after which ``again(request, result_json)`` holds is followed by the next
+    (``ChildSession``): the child waits for it on stdin and exits once stdin closes.
 
     CUDA (driver and context) is started while the job is awaited (unless not ``early_cuda``). All
     three lines are read before anything else runs, so the key leaves the pipe at once. Exits with
@@ -313,21 +412,26 @@ def serve(request_model: type[Req], handle: Callable[[Req], BaseModel], exit_nor
     """
     if early_cuda:
         start_cuda_early()
-    req_path = sys.stdin.readline().strip()
-    res_path = sys.stdin.readline().strip()
-    secret = sys.stdin.readline().strip()
-    if not req_path:  # the parent went away before handing over a job: leave no folder behind
-        folder = Path.cwd().parent
-        if folder.name.startswith(CHILD_FOLDER_PREFIX):
-            shutil.rmtree(folder, ignore_errors=True)
-        os._exit(0)
-    request = request_model.model_validate_json(Path(req_path).read_text())
-    result = handle(request)
-    tmp = f"{res_path}.tmp"
-    Path(tmp).write_text(signed_envelope(secret, result.model_dump_json()))
-    os.replace(tmp, res_path)  # atomic: a half-written file is never read as a result
-    if not exit_normally:
-        os._exit(0)
+    while True:
+        req_path = sys.stdin.readline().strip()
+        res_path = sys.stdin.readline().strip()
+        secret = sys.stdin.readline().strip()
+        if not req_path:  # the parent went away (or closed the session): leave no folder behind
+            folder = Path.cwd().parent
+            if folder.name.startswith(CHILD_FOLDER_PREFIX):
+                shutil.rmtree(folder, ignore_errors=True)
+            os._exit(0)
+        request = request_model.model_validate_json(Path(req_path).read_text())
+        result_json = handle(request).model_dump_json()
+        tmp = f"{res_path}.tmp"
+        Path(tmp).write_text(signed_envelope(secret, result_json))
+        os.replace(tmp, res_path)  # atomic: a half-written file is never read as a result
+        del secret
+        if again is not None and again(request, result_json):
+            continue
+        if not exit_normally:
+            os._exit(0)
+        return
 
 
 def descendants(root: int) -> list[int]:

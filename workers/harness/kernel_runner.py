@@ -20,11 +20,17 @@ observed: an observer costs time, and a kernel honest only when watched fails th
 
 On the CPU the runner's address space is capped (``RLIMIT_AS``): a kernel asking for hundreds of GB
 gets an allocation error instead of pushing the machine into swap while its memory is poisoned.
+
+In a session the judge may send another *load* after a kernel passed everything: the runner drops the last
+kernel's tensors and imports the next, keeping what it recorded before the first import (the harness's
+names, the threads running, the sandbox), so what any kernel of the session changed or left running is
+evidence against every later one too.
 """
 
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import resource
 import signal
@@ -58,6 +64,8 @@ from workers.harness.runner_messages import (
     Note,
     NudgeNote,
     OnInputs,
+    ReleaseReply,
+    ReleaseRequest,
     RunnerError,
     RunnerStatus,
     SampledRepMessage,
@@ -186,22 +194,26 @@ class _Runner:
         self.inputs: list[Any] = []
         self.values: dict[str, Any] = {}
         self.outputs: list[torch.Tensor] = []  # kept alive until the judge sends its next request
+        self.sandbox = ""
 
     def load(self, body: LoadRequest) -> LoadReply | ErrorReply:
         self.device = body.device
         select_device_name(self.device)
-        if self.device.startswith("cpu"):
-            _limit_address_space()
-        install_tripwires()
-        sandbox = _confine_to_work_folder()
-        self.snapshot = Snapshot.take()
-        self.background = BackgroundWork()
+        if self.snapshot is None:  # the first kernel of this process: before anything of a kernel's runs
+            if self.device.startswith("cpu"):
+                _limit_address_space()
+            install_tripwires()
+            self.sandbox = _confine_to_work_folder()
+            self.snapshot = Snapshot.take()
+            self.background = BackgroundWork()
+        else:  # the next kernel of a session: the records of before the first kernel stay
+            self.release()
         try:
             self.fn = load_kernel_function(body.kernel_path)
         except BaseException as e:  # noqa: BLE001 - SystemExit and KeyboardInterrupt at import included
             reply = _error("compile_failed", e, import_=True)
-            return ErrorReply(error=reply.error.model_copy(update={"sandbox": sandbox}))
-        return LoadReply(sandbox=sandbox, **self._evidence())
+            return ErrorReply(error=reply.error.model_copy(update={"sandbox": self.sandbox}))
+        return LoadReply(sandbox=self.sandbox, **self._evidence())
 
     def bound(self, body: OnInputs, tensors: list[torch.Tensor]) -> Callable[[], Any]:
         """kernel_function bound to the request's inputs (or the previous request's: ``"same"``)."""
@@ -302,12 +314,27 @@ class _Runner:
         return TimeReply(timing=timing, kept=described, threads_started=threads.n, peak_bytes=_peak_bytes(self.device),
                          sampled=SampledReps(reps=reps, values=values), **self._evidence()), out  # fmt: skip
 
+    def release(self) -> ReleaseReply:
+        """Drop the kernel and its tensors (the judge is done with them) and give their memory back, so a
+        session's idle runner holds none of it while other verifications run."""
+        self.fn, self.inputs, self.values, self.outputs = None, [], {}, []
+        _release_memory(self.device)
+        return ReleaseReply(**self._evidence())
+
     def _evidence(self, extra_tampering: list[str] = ()) -> dict[str, Any]:
         tampering = list(extra_tampering)
         if self.snapshot is not None:
             tampering += [f"{name} was replaced" for name in self.snapshot.changed()]
         background = self.background.left_running() if self.background is not None else []
         return {"tampering": tampering, "background": background}
+
+
+def _release_memory(device: str) -> None:
+    """Free what the last kernel's calls held, and start this kernel's peak from here."""
+    gc.collect()
+    if device.startswith("cuda"):
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats(torch.device(device))
 
 
 def _peak_bytes(device: str) -> int:
@@ -336,6 +363,8 @@ def _serve(channel: Channel) -> None:
                 reply, out = runner.call(request, tensors)
             elif isinstance(request, HashRequest):
                 reply, out = runner.hash(request, tensors), []
+            elif isinstance(request, ReleaseRequest):
+                reply, out = runner.release(), []
             else:
                 reply, out = runner.time(request, tensors, lambda seed: channel.send(_note(seed)))
         except BaseException as e:  # noqa: BLE001 - our own step failed (the kernel may have broken it)

@@ -65,7 +65,13 @@ class TimeRequest(OnInputs):
     budget: TimeBudget
 
 
-Request = Annotated[LoadRequest | CallRequest | HashRequest | TimeRequest, Field(discriminator="op")]
+class ReleaseRequest(Message):
+    """A session's kernel is done with (``VerifyRequest.session``): drop its tensors, free the memory."""
+
+    op: Literal["release"] = "release"
+
+
+Request = Annotated[LoadRequest | CallRequest | HashRequest | TimeRequest | ReleaseRequest, Field(discriminator="op")]
 REQUEST: TypeAdapter[Request] = TypeAdapter(Request)
 
 
@@ -136,6 +142,10 @@ class TimeReply(Evidence):
     peak_bytes: Count
 
 
+class ReleaseReply(Evidence):
+    """What was left running or changed once the kernel's last call had returned."""
+
+
 RunnerStatus = Literal["runtime_error", "compile_failed", "bind_failed"]
 
 
@@ -165,6 +175,7 @@ REPLIES: dict[str, type[Message]] = {
     "call": CallReply,
     "hash": HashReply,
     "time": TimeReply,
+    "release": ReleaseReply,
 }
 
 

@@ -29,6 +29,10 @@ process made before the timing. A timing that fails its checks leaves the verdic
 Every request after the kernel's first call has a deadline (``HANG_SLACK_S``, ``HANG_FACTOR``): a
 runner that misses it is killed then and there, inside the lock when it was timing, and the verdict (or
 the timing) is ``timeout``.
+
+In a session (``VerifyRequest.session``), a kernel that passed every check and its timing
+(``verify.runner_reusable``) leaves the runner alive and this process waiting for the next request, the
+next kernel of the same worker; any other verdict stops the runner and ends the process as before.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import ctypes
+import gc
 import os
 import time
 import traceback
@@ -76,6 +81,8 @@ from workers.harness.runner_messages import (
     LoadRequest,
     Message,
     Note,
+    ReleaseReply,
+    ReleaseRequest,
     Request,
     TimeReply,
     describe_invalid,
@@ -85,6 +92,7 @@ from workers.harness.shared_tensors import ProtocolError, encode_value
 from workers.harness.steps import Steps
 from workers.harness.timed_outputs import Kept, Sampled, SampledRep, choose_checked, wrong_timed
 from workers.harness.torch_guard import as_bits, describe
+from workers.harness.verify import runner_reusable
 
 POINTER_CHECK_SEED_OFFSET = 1000
 # A request after the first call is a hang once it takes HANG_SLACK_S plus HANG_FACTOR times what the
@@ -135,6 +143,8 @@ def verify(req: VerifyRequest, runner: KernelProcess) -> Verdict:
     timing: TimingResult | None = None
     lock_dir = req.timing.lock_dir if req.timing is not None else ""  # one folder for every lock of this job
     kernel = _Kernel(runner, req.first_call_limit_s)
+    if req.spec.device.startswith("cuda") and torch.cuda.is_initialized():
+        torch.cuda.reset_peak_memory_stats()  # this job's peak, not a session's earlier job's
     try:
         with gpu_lock(req.spec.device, lock_dir) if req.exclusive else contextlib.nullcontext():
             # The slot is a memory budget (``SearchConfig.verify_per_gpu``), so it covers the timing too:
@@ -149,14 +159,16 @@ def verify(req: VerifyRequest, runner: KernelProcess) -> Verdict:
                     with gpu_in_use(req.spec.device, lock_dir):  # set aside while measuring (gpu_lock)
                         timing = time_after_checks(req, kernel, module, pool, checks.sandbox)
                     checks.steps.end("timed")
+                if req.session and (timing is None or timing.status == "ok"):
+                    _release(kernel, checks)
     except Failed as f:
         status, reason, tb = f.status, f.reason, f.tb
     except Exception as e:  # the harness's own steps (inputs, copies, references) failed, e.g. out of memory
         status, reason, tb = "problem_error", f"verification could not run: {type(e).__name__}: {e}"[:500], traceback.format_exc()
-    finally:
-        runner.stop()  # before the verdict is written: nothing of the kernel's runs past this point
-        checks.steps.end("runner_stopped")
-    return Verdict(
+    except BaseException:
+        runner.stop()
+        raise
+    verdict = Verdict(
         started_at=started_at,
         passed=status == "ok",
         status=status,
@@ -178,6 +190,29 @@ def verify(req: VerifyRequest, runner: KernelProcess) -> Verdict:
         timing=timing,
         gpu_peak_gb=_peak_gb(req.spec.device, kernel),
     )
+    if req.session and runner_reusable(verdict):  # the runner waits, idle, for the session's next kernel
+        _release_memory(req.spec.device)  # the next kernel's places are budgeted by its own peak
+        checks.steps.end("runner_kept")
+    else:
+        runner.stop()  # before the verdict is written: nothing of the kernel's runs past this point
+        checks.steps.end("runner_stopped")
+    return verdict.model_copy(update={"steps_s": checks.steps.ended})
+
+
+def _release(kernel: _Kernel, checks: Checks) -> None:
+    """A session's kernel passed: its runner frees the kernel's memory for the wait until the next one. What
+    it left running or changed after its last call fails it here, as its calls' evidence would have."""
+    reply, _ = kernel.request(ReleaseRequest())
+    assert isinstance(reply, ReleaseReply)  # read_reply's type for a release
+    _check_evidence(reply, checks, "after its last call, once the judge was done with it")
+    checks.steps.end("released")
+
+
+def _release_memory(device: str) -> None:
+    """Between the kernels of a session: this job's tensors freed and the allocator's cache given back."""
+    gc.collect()
+    if device.startswith("cuda") and torch.cuda.is_initialized():
+        torch.cuda.empty_cache()
 
 
 def _peak_gb(device: str, kernel: _Kernel) -> float | None:
@@ -580,4 +615,5 @@ if __name__ == "__main__":
     # synchronisation between its streams.
     use_one_work_queue()
     _undumpable()
-    serve(VerifyRequest, lambda request: verify(request, _runner))
+    serve(VerifyRequest, lambda request: verify(request, _runner),
+          again=lambda request, verdict_json: request.session and runner_reusable(Verdict.model_validate_json(verdict_json)))  # fmt: skip

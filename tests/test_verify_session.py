@@ -1,0 +1,131 @@
+"""A worker's knob variants verified in one session (CPU, Triton interpreter): the judge and runner serve
+kernel after kernel while each passes everything, and any other verdict ends them."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from beamsearch.schema import RunSpec, TimingKnobs
+from tests.conftest import KERNELS
+from workers.harness.verify import VerifySession, runner_reusable, verify_kernel
+
+BUDGET = dict(warmup_ms=5.0, rep_ms=20.0, min_reps=3, max_reps=10)
+
+
+@pytest.fixture
+def session():
+    s = VerifySession("cpu")
+    yield s
+    s.close()
+
+
+def _copy(tmp_path, name: str, as_name: str):
+    """A kernel file of its own, as each variant of the optimiser is; the helper module beside it."""
+    shutil.copy(KERNELS / "_scale.py", tmp_path / "_scale.py")
+    return str(shutil.copy(KERNELS / name, tmp_path / as_name))
+
+
+def _verify(spec: RunSpec, path: str, seed: int, session: VerifySession | None, tmp_path):
+    knobs = TimingKnobs(seed=seed, lock_dir=str(tmp_path / "locks"), **BUDGET)
+    return verify_kernel(spec, path, seeds=[seed, seed + 1, seed + 2], timing=knobs, session=session)
+
+
+def test_passing_kernels_share_the_processes_and_a_failure_ends_them(scale_spec, session, tmp_path) -> None:
+    first = _verify(scale_spec, _copy(tmp_path, "good.py", "v1.py"), 10, session, tmp_path)
+    assert first.passed and runner_reusable(first) and "runner_kept" in first.steps_s, first.reason
+    judge = session.child.child.proc.pid
+    second = _verify(scale_spec, _copy(tmp_path, "good.py", "v2.py"), 20, session, tmp_path)
+    assert second.passed and second.timing.status == "ok", second.reason
+    assert session.processes == 1 and session.child.child.proc.pid == judge  # no process started for it
+
+    wrong = _verify(scale_spec, _copy(tmp_path, "wrong_values.py", "v3.py"), 30, session, tmp_path)
+    assert wrong.status == "incorrect" and "runner_stopped" in wrong.steps_s
+    assert session.child.child is None  # the failure ended the judge and its runner
+
+    again = _verify(scale_spec, _copy(tmp_path, "good.py", "v4.py"), 40, session, tmp_path)
+    assert again.passed and session.processes == 2, again.reason
+
+
+def test_a_kernel_in_a_session_gets_the_checks_a_fresh_process_gives(scale_spec, session, tmp_path) -> None:
+    """The second kernel of a session is checked exactly as one verified alone."""
+    _verify(scale_spec, _copy(tmp_path, "good.py", "v1.py"), 10, session, tmp_path)
+    path = _copy(tmp_path, "good.py", "v2.py")
+    in_session = _verify(scale_spec, path, 50, session, tmp_path)
+    alone = _verify(scale_spec, path, 50, None, tmp_path)
+    assert session.processes == 1
+    assert [c.model_dump() for c in in_session.checks] == [c.model_dump() for c in alone.checks]
+    assert [c.model_dump() for c in in_session.timing.checks] == [c.model_dump() for c in alone.timing.checks]
+
+
+def test_harness_changes_of_a_later_kernel_are_caught_and_end_the_session(scale_spec, session, tmp_path) -> None:
+    """A later kernel of a session that replaces a name of the harness is caught as in a fresh process."""
+    _verify(scale_spec, _copy(tmp_path, "good.py", "v1.py"), 10, session, tmp_path)
+    patcher = tmp_path / "v2.py"
+    patcher.write_text((KERNELS / "good.py").read_text().replace(
+        "def kernel_function", "torch.allclose = lambda *a, **k: True\n\n\ndef kernel_function"))  # fmt: skip
+    verdict = _verify(scale_spec, str(patcher), 20, session, tmp_path)
+    assert verdict.status == "incorrect" and "harness_intact" in verdict.reason, verdict.reason
+    assert "torch.allclose was replaced" in verdict.reason and session.child.child is None
+
+
+def test_a_thread_a_later_kernel_leaves_running_ends_the_session(scale_spec, session, tmp_path) -> None:
+    _verify(scale_spec, _copy(tmp_path, "good.py", "v1.py"), 10, session, tmp_path)
+    threads = tmp_path / "v2.py"
+    threads.write_text((KERNELS / "good.py").read_text().replace(
+        "def kernel_function",
+        "import threading, time\nthreading.Thread(target=time.sleep, args=(3600,), daemon=True).start()\n\n\n"
+        "def kernel_function"))  # fmt: skip
+    verdict = _verify(scale_spec, str(threads), 20, session, tmp_path)
+    assert verdict.status == "incorrect" and "background_work" in verdict.reason, verdict.reason
+    assert session.child.child is None
+
+
+def test_a_seed_seen_before_in_the_processes_starts_fresh_ones(scale_spec, session, tmp_path) -> None:
+    """No kernel of a session is shown inputs an earlier kernel of the same processes saw: one that kept
+    the earlier answers would pass without computing."""
+    _verify(scale_spec, _copy(tmp_path, "good.py", "v1.py"), 10, session, tmp_path)
+    _verify(scale_spec, _copy(tmp_path, "good.py", "v2.py"), 12, session, tmp_path)  # 12 was v1's third seed
+    assert session.processes == 2
+
+
+def test_a_hang_in_a_session_is_killed_and_the_next_kernel_gets_fresh_processes(scale_spec, session, tmp_path) -> None:
+    _verify(scale_spec, _copy(tmp_path, "good.py", "v1.py"), 10, session, tmp_path)
+    knobs = TimingKnobs(seed=20, lock_dir=str(tmp_path / "locks"), **BUDGET)
+    hung = verify_kernel(scale_spec, str(KERNELS / "hangs.py"), seeds=[20, 21, 22], timing=knobs, timeout_s=15,
+                         session=session)  # fmt: skip
+    assert hung.status == "timeout" and session.child.child is None
+    after = _verify(scale_spec, _copy(tmp_path, "good.py", "v3.py"), 30, session, tmp_path)
+    assert after.passed and session.processes == 2, after.reason
+
+
+def test_a_passing_kernel_hands_its_memory_back_before_the_next(scale_spec, session, tmp_path) -> None:
+    """Once its verdict is made, a session's kernel is released: the runner drops its tensors while it waits
+    (on a GPU, memory the next verification's place is budgeted without), and what it left changed then
+    is a failure like any other."""
+    verdict = _verify(scale_spec, _copy(tmp_path, "good.py", "v1.py"), 10, session, tmp_path)
+    assert "released" in verdict.steps_s and verdict.steps_s["released"] <= verdict.steps_s["runner_kept"]
+    late = tmp_path / "v2.py"  # replaces a name of the harness when the runner drops its inputs at the release
+    late.write_text((KERNELS / "good.py").read_text().replace("return launch(", "return _late(") + """
+
+import inspect
+import weakref
+
+_watched = set()
+
+
+def _tamper_if_released():
+    if any(frame.function == "release" for frame in inspect.stack()):
+        torch.allclose = lambda *a, **k: True
+
+
+def _late(x, *args):
+    if id(x) not in _watched:
+        _watched.add(id(x))
+        weakref.finalize(x, _tamper_if_released)
+    return launch(x, *args)
+""")
+    verdict = _verify(scale_spec, str(late), 20, session, tmp_path)
+    assert not verdict.passed and "after its last call" in verdict.reason, verdict.reason
+    assert "torch.allclose was replaced" in verdict.reason and session.child.child is None
