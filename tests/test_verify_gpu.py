@@ -135,3 +135,31 @@ def test_a_first_call_past_its_limit_is_a_timeout_on_gpu(gpu_spec: RunSpec) -> N
     verdict = verify_kernel(gpu_spec, str(KERNELS / "slow_first_call.py"), timeout_s=120, first_call_limit_s=3)
     assert verdict.status == "timeout" and "compile time limit" in verdict.reason, verdict.reason
     assert verdict.duration_s < 30
+
+
+def test_variants_share_a_session_and_an_idle_one_holds_no_tensors_on_gpu(tmp_path) -> None:
+    """Two variants of GELU's kernel (3.2 GB of input at full size) in one session: both pass and time, in
+    one judge; each verdict's memory peak is its own; once the first has passed, its runner holds none of
+    its tensors (``release``): the memory in use falls back to the contexts of the judge, the runner and
+    the next spare, where a runner still holding the input and output would hold over 6 GB more."""
+    import torch
+
+    from workers.harness.verify import VerifySession
+
+    gelu = DATA.parent.parent / "artifacts" / "26_GELU_"
+    spec = RunSpec(problem_path=str(gelu / "problem.py"), shapes="full", device="cuda", dtype="bf16")
+    source = (gelu / "input_kernel.py").read_text()
+    (tmp_path / "v1.py").write_text(source)
+    (tmp_path / "v2.py").write_text(source + "\n# a second variant\n")
+    session = VerifySession("cuda")
+    try:
+        free_before = torch.cuda.mem_get_info()[0]
+        first = verify_kernel(spec, str(tmp_path / "v1.py"), seeds=[1, 2, 3], timing=TimingKnobs(seed=1), session=session)
+        assert first.passed and first.timing.status == "ok" and "released" in first.steps_s, first.reason
+        idle_gb = (free_before - torch.cuda.mem_get_info()[0]) / 1e9
+        assert idle_gb < 3.0, f"an idle session holds {idle_gb:.1f} GB: more than three CUDA contexts"
+        second = verify_kernel(spec, str(tmp_path / "v2.py"), seeds=[4, 5, 6], timing=TimingKnobs(seed=4), session=session)
+        assert second.passed and second.timing.status == "ok" and session.processes == 1, second.reason
+        assert second.gpu_peak_gb < 1.5 * first.gpu_peak_gb  # its own peak, not the two added up
+    finally:
+        session.close()
