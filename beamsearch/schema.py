@@ -203,6 +203,8 @@ class Verdict(Record):
     gpu_peak_gb: float | None = Field(None, description="the most GPU memory the job's two processes reserved "
                                       "(PyTorch's allocators, CUDA contexts not counted): how many such jobs fit "
                                       "on one GPU at once; None on the CPU")
+    use_wait_s: float = Field(0.0, description="seconds the checks' steps waited for the GPU's use lock: for "
+                              "other jobs' timings and profiles to end (gpu_lock.gpu_in_use)")
 
 
 class BenchRow(Record):

@@ -10,9 +10,10 @@ began work (``Verdict.started_at``) and marks, from its steps (``Verdict.steps_s
     c  the checks (compile, seeds, cache checks)           w  waiting for the measurement lock
     T  measuring, the GPU to itself                        k  checking the timed repetitions' outputs
 
-and a last line counts, per column, the candidates in their checks at once (``c``), and whether a
-timing was measuring (``T``). Far fewer checks at once than verification places means they are waiting
-on each other.
+and after each row the seconds its checks' steps waited for the GPU's use lock, between them
+(``Verdict.use_wait_s``; verifications before it had one wait, ``u``). A last line counts, per column,
+the candidates in their checks at once (``c``), and whether a timing was measuring (``T``). Far fewer
+checks at once than verification places means they are waiting on each other.
 """
 
 from __future__ import annotations
@@ -50,19 +51,23 @@ def phases(result: TaskResult) -> list[tuple[str, float, float]]:
     return [(m, a, b) for m, a, b in out if b > a]
 
 
+def _use_wait_s(result: TaskResult) -> float:
+    return result.tries[0].verdict.use_wait_s if result.tries else 0.0
+
+
 def draw(results: list[TaskResult], step_s: float) -> list[str]:
-    rows = [(r.task_id, r.worker.rsplit("/", 1)[-1], phases(r)) for r in results]
+    rows = [(r.task_id, r.worker.rsplit("/", 1)[-1], phases(r), _use_wait_s(r)) for r in results]
     rows = [row for row in rows if row[2]]
     if not rows:
         return ["no candidate of this round has a verification with its steps"]
-    t0 = min(p[1] for _, _, ps in rows for p in ps)
+    t0 = min(p[1] for _, _, ps, _ in rows for p in ps)
 
     def cell(t: float) -> float:
         return (t - t0) / step_s
 
-    width = max(1, math.ceil(cell(max(p[2] for _, _, ps in rows for p in ps)) - 1e-9))
+    width = max(1, math.ceil(cell(max(p[2] for _, _, ps, _ in rows for p in ps)) - 1e-9))
     lines, checking, measuring = [], [0] * width, [False] * width
-    for task_id, worker, ps in sorted(rows, key=lambda row: (row[2][0][1], row[0])):
+    for task_id, worker, ps, waited in sorted(rows, key=lambda row: (row[2][0][1], row[0])):
         cells = [" "] * width
         for mark, a, b in ps:  # a phase fills the columns [a, b) it touches, at least one
             first = int(cell(a))
@@ -70,7 +75,7 @@ def draw(results: list[TaskResult], step_s: float) -> list[str]:
                 cells[i] = mark
                 checking[i] += mark == "c"
                 measuring[i] = measuring[i] or mark == "T"
-        lines.append(f"{task_id:>12} {worker[-10:]:>10} |{''.join(cells)}|")
+        lines.append(f"{task_id:>12} {worker[-10:]:>10} |{''.join(cells)}| {waited:.1f} s")
     lines.append(f"{'checks at once':>23} |{''.join(str(min(n, 9)) if n else ' ' for n in checking)}|")
     lines.append(f"{'measuring':>23} |{''.join('T' if m else ' ' for m in measuring)}|")
     busy = sum(n > 0 for n in checking)

@@ -23,7 +23,7 @@ def test_waits_and_work_are_drawn_on_one_clock() -> None:
     first, second = _candidate(0, 100.0, 0.0), _candidate(1, 100.0, 4.0)  # the second waits for the first
     assert [m for m, _, _ in candidate_timeline.phases(second)] == ["s", "c", "w", "T"]
     lines = candidate_timeline.draw([second, first], step_s=1.0)
-    assert lines[0].endswith("r1-t0         w0 |ccwT    |") and lines[1].endswith("|ssssccwT|")  # by start, then id
+    assert lines[0].endswith("r1-t0         w0 |ccwT    | 0.0 s") and lines[1].endswith("|ssssccwT| 0.0 s")  # by start, id
     assert "checks at once" in lines[2] and lines[2].endswith("|11  11  |")
     assert lines[3].endswith("|   T   T|")
     assert "8.0 s drawn; some check running 50 % of it, a timing measuring 25 %" in lines[4]

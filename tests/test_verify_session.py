@@ -129,3 +129,44 @@ def _late(x, *args):
     verdict = _verify(scale_spec, str(late), 20, session, tmp_path)
     assert not verdict.passed and "after its last call" in verdict.reason, verdict.reason
     assert "torch.allclose was replaced" in verdict.reason and session.child.child is None
+
+
+def test_each_gpu_step_of_the_checks_holds_the_use_lock_and_lets_go_between(monkeypatch, scale_spec) -> None:
+    """The judge holds the GPU's use lock around each step of its checks that runs the kernel (its import,
+    each seed, each cache check), letting go between them, so a timing of another job waits for one step
+    rather than for all the checks (docs/gpu-sharing.md). The lock itself is a no-op on the CPU: here it
+    is replaced by one that counts."""
+    import contextlib
+
+    from beamsearch.schema import DEFAULT_TOLERANCES, VerifyRequest
+    from workers.harness import verify_child
+    from workers.harness.kernel_runner import KernelProcess
+
+    holds, depth, requests = [], [0], []
+
+    @contextlib.contextmanager
+    def counting_use(device: str, lock_dir: str = ""):
+        depth[0] += 1
+        holds.append(device)
+        try:
+            yield 0.0
+        finally:
+            depth[0] -= 1
+
+    original = verify_child._Kernel.request
+
+    def request(self, body, *args, **kwargs):
+        requests.append((body.op, depth[0]))
+        return original(self, body, *args, **kwargs)
+
+    monkeypatch.setattr(verify_child, "gpu_in_use", counting_use)
+    monkeypatch.setattr(verify_child._Kernel, "request", request)
+    monkeypatch.setenv("TRITON_INTERPRET", "1")  # as child_process sets it for a CPU child
+    runner = KernelProcess.fork()
+    req = VerifyRequest(spec=scale_spec, kernel_path=str(KERNELS / "good.py"), seeds=[0, 1, 2],
+                        tolerance=DEFAULT_TOLERANCES[scale_spec.dtype])  # fmt: skip
+    verdict = verify_child.verify(req, runner)
+    assert verdict.passed, verdict.reason
+    assert [op for op, _ in requests] == ["load"] + ["call"] * 6
+    assert all(d == 1 for _, d in requests)  # every request to the kernel inside one hold, none nested
+    assert len(holds) == 8 and depth[0] == 0  # the problem, the import, three seeds, three cache checks

@@ -5,13 +5,13 @@ releases what it held.
   named after the GPU's UUID, so two processes that see the same GPU under different
   ``CUDA_VISIBLE_DEVICES`` indices still share it, and so do two searches on one node. Holding it, a
   measurement also has the GPU to itself: it takes the GPU's use lock alone.
-- ``gpu_in_use``: that use lock, shared: every other GPU job of beamsearch (a verification's checks, a
-  timing's inputs, build and first calls) holds it, so no job of any search on the node runs on the GPU
-  while a timing or a profile measures. A measurement waits for the jobs running to finish their part
+- ``gpu_in_use``: that use lock, shared: every other GPU job of beamsearch (each GPU step of a
+  verification's checks, a timing's inputs, build and first calls) holds it, so no job of any search on
+  the node runs on the GPU while a timing or a profile measures. A measurement waits for the jobs running to finish their part
   (``DRAIN_LIMIT_S`` at most) and holds the gate meanwhile, so none starts and slips in before it. A process's own shared use is
   put aside while it measures and taken again after, so it never waits for itself.
-- ``gpu_slot``: at most N verifications' checks at once on a worker's GPU, a memory budget (taken by
-  the verification child around its checks, not its timing).
+- ``gpu_slot``: at most N verifications at once on a worker's GPU, a memory budget (taken by the
+  verification child around its checks and its timing).
 - ``gpu_memory``: a readers-writer lock on a worker's GPU memory: every GPU job of a task shares it,
   and the rerun of a job that ran out of memory holds it alone.
 

@@ -45,6 +45,7 @@ import os
 import time
 import traceback
 from collections import Counter
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -143,6 +144,14 @@ def verify(req: VerifyRequest, runner: KernelProcess) -> Verdict:
     timing: TimingResult | None = None
     lock_dir = req.timing.lock_dir if req.timing is not None else ""  # one folder for every lock of this job
     kernel = _Kernel(runner, req.first_call_limit_s)
+    use_waits_s: list[float] = []
+
+    @contextlib.contextmanager
+    def use() -> Iterator[None]:
+        with gpu_in_use(req.spec.device, lock_dir) as waited:
+            use_waits_s.append(waited)
+            yield
+
     if req.spec.device.startswith("cuda") and torch.cuda.is_initialized():
         torch.cuda.reset_peak_memory_stats()  # this job's peak, not a session's earlier job's
     try:
@@ -152,9 +161,7 @@ def verify(req: VerifyRequest, runner: KernelProcess) -> Verdict:
             # the measurement lock.
             with gpu_slot(req.spec.device, "verify", req.slots):
                 checks.steps.end("slot_taken")
-                with gpu_in_use(req.spec.device, lock_dir):
-                    checks.steps.end("in_use")
-                    module, pool = _verify(req, checks, kernel)
+                module, pool = _verify(req, checks, kernel, use)
                 if req.timing is not None:
                     with gpu_in_use(req.spec.device, lock_dir):  # set aside while measuring (gpu_lock)
                         timing = time_after_checks(req, kernel, module, pool, checks.sandbox)
@@ -189,6 +196,7 @@ def verify(req: VerifyRequest, runner: KernelProcess) -> Verdict:
         steps_s=checks.steps.ended,
         timing=timing,
         gpu_peak_gb=_peak_gb(req.spec.device, kernel),
+        use_wait_s=sum(use_waits_s),
     )
     if req.session and runner_reusable(verdict):  # the runner waits, idle, for the session's next kernel
         _release_memory(req.spec.device)  # the next kernel's places are budgeted by its own peak
@@ -313,56 +321,68 @@ class _Kernel:
         return reply, outs
 
 
-def _verify(req: VerifyRequest, checks: Checks, kernel: _Kernel) -> tuple[Any, _SharedPool]:
-    """Every check; raises Failed at the first that fails. Returns what a timing goes on with."""
+def _verify(req: VerifyRequest, checks: Checks, kernel: _Kernel,
+            use: Callable[[], contextlib.AbstractContextManager[Any]]) -> tuple[Any, _SharedPool]:  # fmt: skip
+    """Every check; raises Failed at the first that fails. Returns what a timing goes on with.
+
+    ``use``: a hold of the GPU's use lock (``gpu_in_use``), taken around each step that runs on the GPU
+    (the kernel's import, each seed's inputs, reference and call, each cache check) rather than around
+    all of them: a timing of another job that waits to have the GPU alone waits for the step running,
+    not for the whole verification, and the steps after it wait for that timing."""
     spec = req.spec
     if spec.device.startswith("cuda") and not torch.cuda.is_available():
         raise Failed("problem_error", f"device {spec.device} asked for, but no CUDA GPU is visible")
     try:
-        select_device(spec)
-        module = load_problem_module(spec)
+        with use():
+            select_device(spec)
+            module = load_problem_module(spec)
     except (ProblemLoadError, RuntimeError, ValueError) as e:  # a bad problem file, or cuda:N that is not there
         raise Failed("problem_error", str(e), traceback.format_exc()) from e
     if not Path(req.kernel_path).is_file():
         raise Failed("compile_failed", f"kernel file {req.kernel_path} does not exist")
     checks.steps.end("problem_loaded")
-    kernel.load(req.kernel_path, spec.device, checks)
+    with use():
+        kernel.load(req.kernel_path, spec.device, checks)
     checks.steps.end("kernel_imported")
     pool = _SharedPool(spec.device)
     for i, seed in enumerate(req.seeds):
-        try:
-            with pool:
-                instance = instantiate(module, spec, seed)
-            checks.steps.end(f"seed{i}_inputs")
-            reference = reference_output(instance, spec)
-            checks.steps.end(f"seed{i}_reference")
-        except Exception as e:
-            raise Failed("problem_error", f"problem failed for seed {seed}: {e}", traceback.format_exc()) from e
-        values = model_values(instance.model)
-        where = f"seed {seed}"
-        _checked_call(kernel, instance.inputs, values, reference, req, checks, where)
+        with use():
+            try:
+                with pool:
+                    instance = instantiate(module, spec, seed)
+                checks.steps.end(f"seed{i}_inputs")
+                reference = reference_output(instance, spec)
+                checks.steps.end(f"seed{i}_reference")
+            except Exception as e:
+                raise Failed("problem_error", f"problem failed for seed {seed}: {e}", traceback.format_exc()) from e
+            values = model_values(instance.model)
+            where = f"seed {seed}"
+            _checked_call(kernel, instance.inputs, values, reference, req, checks, where)
         checks.steps.end(f"seed{i}_checked")
         if i > 0:
             continue
         # Same tensors, new values: a kernel that caches results by pointer returns the old answer.
-        fresh_values_into(module, spec, seed + POINTER_CHECK_SEED_OFFSET, instance.inputs)
-        reference = reference_output(instance, spec)
-        _checked_call(kernel, None, values, reference, req, checks, f"{where}, inputs changed in place",
-                      values_check="values_after_inputs_changed", same_inputs=instance.inputs)  # fmt: skip
+        with use():
+            fresh_values_into(module, spec, seed + POINTER_CHECK_SEED_OFFSET, instance.inputs)
+            reference = reference_output(instance, spec)
+            _checked_call(kernel, None, values, reference, req, checks, f"{where}, inputs changed in place",
+                          values_check="values_after_inputs_changed", same_inputs=instance.inputs)  # fmt: skip
         # Fresh tensors, the same values but for a few elements at random places: a cache keyed on part
         # of the input, or answers worked out at import for inputs a kernel could foresee.
-        with pool:
-            nudged = [t.clone() if isinstance(t, torch.Tensor) else t for t in instance.inputs]
-        checks.nudge_seed = nudge_seed()
-        perturb_(nudged, checks.nudge_seed)
-        reference = reference_output(ProblemInstance(instance.model, nudged), spec)
-        _checked_call(kernel, nudged, values, reference, req, checks, f"{where}, a few input elements changed",
-                      values_check="values_after_small_change")  # fmt: skip
+        with use():
+            with pool:
+                nudged = [t.clone() if isinstance(t, torch.Tensor) else t for t in instance.inputs]
+            checks.nudge_seed = nudge_seed()
+            perturb_(nudged, checks.nudge_seed)
+            reference = reference_output(ProblemInstance(instance.model, nudged), spec)
+            _checked_call(kernel, nudged, values, reference, req, checks, f"{where}, a few input elements changed",
+                          values_check="values_after_small_change")  # fmt: skip
         # Fresh tensors, the very same values: a cache keyed on all of the input hands back the previous
         # output (timing changes the inputs between repetitions, so there such a cache never hits).
-        with pool:
-            again = [t.clone() if isinstance(t, torch.Tensor) else t for t in nudged]
-        _checked_call(kernel, again, values, reference, req, checks, f"{where}, the same values again")
+        with use():
+            with pool:
+                again = [t.clone() if isinstance(t, torch.Tensor) else t for t in nudged]
+            _checked_call(kernel, again, values, reference, req, checks, f"{where}, the same values again")
         checks.steps.end("cache_checks")
     return module, pool
 
