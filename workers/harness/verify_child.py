@@ -167,7 +167,8 @@ def verify(req: VerifyRequest, runner: KernelProcess) -> Verdict:
                         timing = time_after_checks(req, kernel, module, pool, checks.sandbox)
                     checks.steps.end("timed")
                 if req.session and (timing is None or timing.status == "ok"):
-                    _release(kernel, checks)
+                    with use():  # freeing memory is GPU work too
+                        _release(kernel, checks)
     except Failed as f:
         status, reason, tb = f.status, f.reason, f.tb
     except Exception as e:  # the harness's own steps (inputs, copies, references) failed, e.g. out of memory
@@ -199,7 +200,8 @@ def verify(req: VerifyRequest, runner: KernelProcess) -> Verdict:
         use_wait_s=sum(use_waits_s),
     )
     if req.session and runner_reusable(verdict):  # the runner waits, idle, for the session's next kernel
-        _release_memory(req.spec.device)  # the next kernel's places are budgeted by its own peak
+        with use():
+            _release_memory(req.spec.device)  # the next kernel's places are budgeted by its own peak
         checks.steps.end("runner_kept")
     else:
         runner.stop()  # before the verdict is written: nothing of the kernel's runs past this point
