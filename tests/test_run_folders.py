@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tarfile
 from datetime import UTC, datetime
 
 import pytest
@@ -59,6 +60,8 @@ def test_the_default_output_is_a_new_run_folder_and_resume_finds_it(tmp_path) ->
     published = [
         p.relative_to(tmp_path / "published").as_posix() for p in (tmp_path / "published").rglob("*.*")
     ]
+    with tarfile.open(tmp_path / "published" / "optimization_trace.tar.xz") as tar:
+        published += tar.getnames()
     assert {"optimization_trace/round_2/round.json", "summary.json", "README.md", "problem.py"} <= set(
         published
     )
