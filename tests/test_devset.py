@@ -215,8 +215,11 @@ def test_a_missing_sweep_script_is_skipped_with_a_note(tmp_path: Path) -> None:
 
 def test_a_stage_past_its_cap_is_interrupted_and_its_result_still_read(tmp_path: Path) -> None:
     sweep = tmp_path / "sweep.py"
+    # A stand-in for a search, which stops on SIGINT: Python leaves SIGINT ignored where it inherited that
+    # (the tests started from a background shell job), so the stand-in takes Python's handler itself.
     sweep.write_text(
-        "import json, sys, time\n"
+        "import json, signal, sys, time\n"
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
         "print(json.dumps({'best_ms': 2.5, 'evaluated': 3, 'problem': sys.argv[1]}), flush=True)\n"
         "time.sleep(600)\n"
     )
