@@ -399,10 +399,10 @@ def _discard(child: _Child) -> None:
 
 
 def serve(request_model: type[Req], handle: Callable[[Req], BaseModel], exit_normally: bool = False,
-          early_cuda: bool = True, again: Callable[[Req, str], bool] | None = None) -> None:  # fmt: skip
+          early_cuda: bool = True, again: Callable[[Req, BaseModel], bool] | None = None) -> None:  # fmt: skip
     """Child side: wait for the two paths and the key on stdin, handle the request, write the signed
     result, exit (``exit_normally``: return, so the interpreter exits as usual: ncu writes its report
-    then). With ``again``, a job after which ``again(request, result_json)`` holds is followed by the next
+    then). With ``again``, a job after which ``again(request, result)`` holds is followed by the next
     (``ChildSession``): the child waits for it on stdin and exits once stdin closes.
 
     CUDA (driver and context) is started while the job is awaited (unless not ``early_cuda``). All
@@ -422,12 +422,12 @@ def serve(request_model: type[Req], handle: Callable[[Req], BaseModel], exit_nor
                 shutil.rmtree(folder, ignore_errors=True)
             os._exit(0)
         request = request_model.model_validate_json(Path(req_path).read_text())
-        result_json = handle(request).model_dump_json()
+        result = handle(request)
         tmp = f"{res_path}.tmp"
-        Path(tmp).write_text(signed_envelope(secret, result_json))
+        Path(tmp).write_text(signed_envelope(secret, result.model_dump_json()))
         os.replace(tmp, res_path)  # atomic: a half-written file is never read as a result
         del secret
-        if again is not None and again(request, result_json):
+        if again is not None and again(request, result):
             continue
         if not exit_normally:
             os._exit(0)

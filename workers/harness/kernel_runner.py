@@ -318,7 +318,7 @@ class _Runner:
         """Drop the kernel and its tensors (the judge is done with them) and give their memory back, so a
         session's idle runner holds none of it while other verifications run."""
         self.fn, self.inputs, self.values, self.outputs = None, [], {}, []
-        _release_memory(self.device)
+        release_memory(self.device)
         return ReleaseReply(**self._evidence())
 
     def _evidence(self, extra_tampering: list[str] = ()) -> dict[str, Any]:
@@ -329,8 +329,9 @@ class _Runner:
         return {"tampering": tampering, "background": background}
 
 
-def _release_memory(device: str) -> None:
-    """Free what the last kernel's calls held, and start this kernel's peak from here."""
+def release_memory(device: str) -> None:
+    """Free what this process no longer holds and give the allocator's cache back; the next peak starts
+    here. Between the kernels of a session (the judge and the runner each)."""
     gc.collect()
     if device.startswith("cuda"):
         torch.cuda.empty_cache()

@@ -15,7 +15,15 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from beamsearch.schema import DEFAULT_TOLERANCES, RunSpec, TimingKnobs, Tolerance, Verdict, VerifyRequest
+from beamsearch.schema import (
+    DEFAULT_TOLERANCES,
+    RunSpec,
+    TimingKnobs,
+    TimingResult,
+    Tolerance,
+    Verdict,
+    VerifyRequest,
+)
 from workers.harness.child_process import ChildRun, ChildSession, run_child
 
 DEFAULT_VERIFY_TIMEOUT_S = 300.0
@@ -28,7 +36,12 @@ def runner_reusable(verdict: Verdict) -> bool:
     where one was asked for, the timing too. Anything else (a failed check, an error, a hang, a timing
     that failed its checks or ran out of memory) may have left the process in a state the next kernel
     should not inherit."""
-    return verdict.passed and (verdict.timing is None or verdict.timing.status == "ok")
+    return verdict.passed and timing_passed(verdict.timing)
+
+
+def timing_passed(timing: TimingResult | None) -> bool:
+    """The timing after a verification passed, or none was asked for."""
+    return timing is None or timing.status == "ok"
 
 
 def _reusable_json(verdict_json: str) -> bool:

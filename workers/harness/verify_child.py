@@ -40,7 +40,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import ctypes
-import gc
 import os
 import time
 import traceback
@@ -58,7 +57,7 @@ from workers.harness.child_process import TAIL_CHARS, serve, use_one_work_queue
 from workers.harness.clock import expected_measure_s, timing_checks
 from workers.harness.compare import compare
 from workers.harness.gpu_lock import gpu_in_use, gpu_lock, gpu_slot
-from workers.harness.kernel_runner import KernelProcess, KernelProcessDied, KernelProcessHung
+from workers.harness.kernel_runner import KernelProcess, KernelProcessDied, KernelProcessHung, release_memory
 from workers.harness.problem_instance import (
     TORCH_DTYPES,
     ProblemInstance,
@@ -93,7 +92,7 @@ from workers.harness.shared_tensors import ProtocolError, encode_value
 from workers.harness.steps import Steps
 from workers.harness.timed_outputs import Kept, Sampled, SampledRep, choose_checked, wrong_timed
 from workers.harness.torch_guard import as_bits, describe
-from workers.harness.verify import runner_reusable
+from workers.harness.verify import runner_reusable, timing_passed
 
 POINTER_CHECK_SEED_OFFSET = 1000
 # A request after the first call is a hang once it takes HANG_SLACK_S plus HANG_FACTOR times what the
@@ -152,8 +151,6 @@ def verify(req: VerifyRequest, runner: KernelProcess) -> Verdict:
             use_waits_s.append(waited)
             yield
 
-    if req.spec.device.startswith("cuda") and torch.cuda.is_initialized():
-        torch.cuda.reset_peak_memory_stats()  # this job's peak, not a session's earlier job's
     try:
         with gpu_lock(req.spec.device, lock_dir) if req.exclusive else contextlib.nullcontext():
             # The slot is a memory budget (``SearchConfig.verify_per_gpu``), so it covers the timing too:
@@ -166,7 +163,7 @@ def verify(req: VerifyRequest, runner: KernelProcess) -> Verdict:
                     with gpu_in_use(req.spec.device, lock_dir):  # set aside while measuring (gpu_lock)
                         timing = time_after_checks(req, kernel, module, pool, checks.sandbox)
                     checks.steps.end("timed")
-                if req.session and (timing is None or timing.status == "ok"):
+                if req.session and timing_passed(timing):
                     with use():  # freeing memory is GPU work too
                         _release(kernel, checks)
     except Failed as f:
@@ -201,7 +198,7 @@ def verify(req: VerifyRequest, runner: KernelProcess) -> Verdict:
     )
     if req.session and runner_reusable(verdict):  # the runner waits, idle, for the session's next kernel
         with use():
-            _release_memory(req.spec.device)  # the next kernel's places are budgeted by its own peak
+            release_memory(req.spec.device)  # and the next kernel's peak is its own: places are budgeted by it
         checks.steps.end("runner_kept")
     else:
         runner.stop()  # before the verdict is written: nothing of the kernel's runs past this point
@@ -216,13 +213,6 @@ def _release(kernel: _Kernel, checks: Checks) -> None:
     assert isinstance(reply, ReleaseReply)  # read_reply's type for a release
     _check_evidence(reply, checks, "after its last call, once the judge was done with it")
     checks.steps.end("released")
-
-
-def _release_memory(device: str) -> None:
-    """Between the kernels of a session: this job's tensors freed and the allocator's cache given back."""
-    gc.collect()
-    if device.startswith("cuda") and torch.cuda.is_initialized():
-        torch.cuda.empty_cache()
 
 
 def _peak_gb(device: str, kernel: _Kernel) -> float | None:
@@ -638,4 +628,4 @@ if __name__ == "__main__":
     use_one_work_queue()
     _undumpable()
     serve(VerifyRequest, lambda request: verify(request, _runner),
-          again=lambda request, verdict_json: request.session and runner_reusable(Verdict.model_validate_json(verdict_json)))  # fmt: skip
+          again=lambda request, verdict: request.session and runner_reusable(verdict))
