@@ -167,3 +167,23 @@ def test_each_gpu_step_of_the_checks_holds_the_use_lock_and_lets_go_between(monk
     assert [op for op, _ in requests] == ["load"] + ["call"] * 6
     assert all(d == 1 for _, d in requests)  # every request to the kernel inside one hold, none nested
     assert len(holds) == 8 and depth[0] == 0  # the problem, the import, three seeds, three cache checks
+
+
+def test_every_bad_kernel_gets_its_one_shot_verdict_in_a_session_and_ends_it(scale_spec, session, tmp_path) -> None:
+    """Each bad kernel of tests/test_verify.py, met in a session after a kernel that passed: the same
+    status, check and reason as verified alone; the session's processes end; the next kernel passes in
+    fresh ones."""
+    from tests.test_verify import BAD_KERNELS
+
+    seed = 100
+    for name, (status, check, words) in sorted(BAD_KERNELS.items()):
+        assert _verify(scale_spec, _copy(tmp_path, "good.py", f"good_{seed}.py"), seed, session, tmp_path).passed
+        started = session.processes
+        bad = _verify(scale_spec, _copy(tmp_path, name, f"{seed}_{name}"), seed + 10, session, tmp_path)
+        assert bad.status == status and words in bad.reason, (name, bad.reason)
+        if check is not None:
+            assert [c.name for c in bad.checks if not c.passed] == [check], name
+        assert session.child.child is None, name
+        after = _verify(scale_spec, _copy(tmp_path, "good.py", f"after_{seed}.py"), seed + 20, session, tmp_path)
+        assert after.passed and session.processes == started + 1, (name, after.reason)
+        seed += 100
