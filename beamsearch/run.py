@@ -155,10 +155,11 @@ def _search(config: SearchConfig, previous: BeamState | None, kernel: Kernel | N
     driver = Driver(state, pool, trace, display, problem, versions=pool.call("versions", spec.device))
     try:
         if previous is None:
-            driver.measure_start(kernel)
-        elif previous.round:
-            display.event("resume", after_round=previous.round, rounds=config.rounds)
-        driver.state = driver.state.model_copy(update={"config": config})
+            driver.measure_start(kernel)  # also settles what the start measures into the config (the GPU's places)
+        else:
+            if previous.round:
+                display.event("resume", after_round=previous.round, rounds=config.rounds)
+            driver.state = driver.state.model_copy(update={"config": config})
         driver.run_rounds()
         summary = driver.finish()
     except (SearchError, ModelLost) as e:

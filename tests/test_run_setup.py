@@ -64,3 +64,48 @@ def test_the_bar_is_the_fastest_timed_baseline_and_only_on_a_gpu() -> None:
             Baseline(label="compile", target="compile", median_ms=None, status="failed", reason="no")]  # fmt: skip
     assert best_baseline(runs, "cuda").label == "compile-max-autotune"
     assert best_baseline(runs, "cpu") is None and best_baseline([], "cuda") is None
+
+
+class _RecordingDriver:
+    """Stands in for the Driver in ``run._search``: the start settles the places, the rounds note what they see."""
+
+    seen_by_rounds: list[int | None] = []
+
+    def __init__(self, state, pool, trace, display, problem, versions) -> None:
+        self.state = state
+
+    def measure_start(self, kernel) -> None:
+        self.state = self.state.model_copy(update={"config": self.state.config.model_copy(update={"verify_per_gpu": 3})})
+
+    def run_rounds(self) -> None:
+        _RecordingDriver.seen_by_rounds.append(self.state.config.verify_per_gpu)
+
+    def finish(self) -> SimpleNamespace:
+        return SimpleNamespace(best_id="input")
+
+
+@pytest.mark.parametrize("resumed", [False, True])
+def test_the_rounds_use_the_places_the_start_measured(resumed: bool, tmp_path, monkeypatch) -> None:
+    """A fresh run's rounds keep what its start measured (the command line left the places to the run); a
+    resumed run keeps what its state says, with the options a resume may change."""
+    import beamsearch.pool
+    import beamsearch.report
+    import beamsearch.run as run
+    from beamsearch.schema import RunSpec
+    from beamsearch.state import BeamState
+
+    pool = SimpleNamespace(call=lambda *a: {}, start_profiling=lambda: None, shutdown=lambda: None)
+    monkeypatch.setattr(beamsearch.pool.WorkerPool, "start", staticmethod(lambda workers, gpus: pool))
+    monkeypatch.setattr(beamsearch.report, "write_report", lambda out: None)
+    monkeypatch.setattr(run, "Driver", _RecordingDriver)
+    _RecordingDriver.seen_by_rounds = []
+    spec = RunSpec(problem_path=str(tmp_path / "problem.py"), device="cuda", dtype="bf16", shapes="full")
+    config = SearchConfig(problem="p", rounds=4)
+    previous = None
+    if resumed:
+        previous = BeamState(config=config.model_copy(update={"verify_per_gpu": 2}), problem="p", spec=spec, round=1)
+        config = previous.config.model_copy(update={"rounds": 6})  # as main() merges a resume's options
+    display = SimpleNamespace(event=lambda *a, **k: None, close=lambda: None)
+    trace = SimpleNamespace(out=tmp_path)
+    assert run._search(config, previous, None, spec, 4, 1, trace, display, "p") == 0
+    assert _RecordingDriver.seen_by_rounds == [2 if resumed else 3]
