@@ -109,9 +109,10 @@ def _slot_busy(lock_dir) -> bool:
 
 
 def test_a_verification_keeps_its_memory_place_through_its_timing(gpu_spec, tmp_path, monkeypatch) -> None:
-    """Behind another worker's profile, a verified kernel's timing waits for the measurement lock still
-    holding its verification place (one here): the place is a memory budget, and the timing's inputs,
-    copies and kept outputs are on the GPU meanwhile. The verdict says how much memory the job used."""
+    """Behind another worker's profile, a verification waits (its checks' steps for the GPU's use, which
+    the profile holds alone, or its timing for the measurement lock) still holding its verification place
+    (one here): the place is a memory budget, and its inputs, copies and kept outputs are on the GPU
+    meanwhile. The verdict says how much memory the job used and how long it waited."""
     monkeypatch.setenv("BEAMSEARCH_LOCK_DIR", str(tmp_path))
     done: dict = {}
     job = threading.Thread(target=lambda: done.update(verdict=verify_kernel(
@@ -126,7 +127,7 @@ def test_a_verification_keeps_its_memory_place_through_its_timing(gpu_spec, tmp_
     job.join(120)
     verdict = done["verdict"]
     assert verdict.passed and verdict.timing.status == "ok", (verdict.reason, verdict.timing)
-    assert verdict.timing.lock_wait_s >= 0.3 and "slot_taken" in verdict.steps_s
+    assert verdict.use_wait_s + verdict.timing.lock_wait_s >= 0.3 and "slot_taken" in verdict.steps_s
     assert not _slot_busy(tmp_path)
     assert verdict.gpu_peak_gb is not None and verdict.gpu_peak_gb > 0
 

@@ -36,9 +36,10 @@ from typing import IO
 from filelock import FileLock, Timeout
 
 DEFAULT_LOCK_DIR = "/tmp/beamsearch-locks"
-# A measurement waits this long at most for the GPU jobs running to finish their part (``_alone``): far
-# longer than an honest verification's checks, far shorter than a hung one's child timeout.
-DRAIN_LIMIT_S = 10.0
+# A measurement waits this long at most for the GPU jobs running to finish their part (``_alone``), and
+# keeps every new step out meanwhile: longer than an honest check step at full size (a first call with its
+# compile included), shorter than the compiles of the tuner's largest tiles, which run to their limit.
+DRAIN_LIMIT_S = 3.0
 DRAIN_POLL_S = 0.005
 
 log = logging.getLogger(__name__)

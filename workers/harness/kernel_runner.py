@@ -334,6 +334,7 @@ def release_memory(device: str) -> None:
     here. Between the kernels of a session (the judge and the runner each)."""
     gc.collect()
     if device.startswith("cuda"):
+        torch.cuda.ipc_collect()  # memory another process had opened by IPC, held until both let go
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats(torch.device(device))
 

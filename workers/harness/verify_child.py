@@ -144,6 +144,7 @@ def verify(req: VerifyRequest, runner: KernelProcess) -> Verdict:
     lock_dir = req.timing.lock_dir if req.timing is not None else ""  # one folder for every lock of this job
     kernel = _Kernel(runner, req.first_call_limit_s)
     use_waits_s: list[float] = []
+    module = pool = None  # the problem and its memory pool; a session drops them before it frees memory
 
     @contextlib.contextmanager
     def use() -> Iterator[None]:
@@ -197,6 +198,7 @@ def verify(req: VerifyRequest, runner: KernelProcess) -> Verdict:
         use_wait_s=sum(use_waits_s),
     )
     if req.session and runner_reusable(verdict):  # the runner waits, idle, for the session's next kernel
+        del module, pool  # the pool's segments (inputs shared with the runner) are given back only with it
         with use():
             release_memory(req.spec.device)  # and the next kernel's peak is its own: places are budgeted by it
         checks.steps.end("runner_kept")
