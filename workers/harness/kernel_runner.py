@@ -353,6 +353,7 @@ def _serve(channel: Channel) -> None:
             body, tensors = channel.recv()
         except (ChannelClosed, ProtocolError):
             return  # the judge is gone (or mad): nothing left to do
+        out = []  # the judge asked again, so it is done with the last reply's tensors: a release frees them too
         try:
             request = REQUEST.validate_python(body)
         except ValidationError:
