@@ -38,9 +38,10 @@ class SearchConfig(Record):
         "within 10 minutes on one GPU), none with a model or a replay; none: no limit")  # fmt: skip
     sweep: bool = Field(False, description="offline optimiser: try every point of the starting kernel's knob space in "
                         "order instead of searching it (the anchor a search is measured against; scripts/sweep.py)")
-    compiler_seed: bool = Field(False, description="also start from torch.compile(mode='max-autotune-no-cudagraphs')'s "
-                                "own Triton kernels for the problem, made standalone with Inductor's chosen configs as "
-                                "knobs (docs/compile-seed.md); needs a GPU, or --compiler-recording")
+    compiler_seed: bool | None = Field(None, description="also start from torch.compile(mode='max-autotune-no-"
+                                       "cudagraphs')'s own Triton kernels for the problem, made standalone with "
+                                       "Inductor's chosen configs as knobs (docs/compile-seed.md); needs a GPU, or "
+                                       "--compiler-recording; none: on a GPU, unless --sweep")
     compiler_recording: str | None = Field(None, description="a folder written by scripts/record_inductor.py to take "
                                            "Inductor's kernels from, instead of compiling the problem now (implies "
                                            "--compiler-seed)")
@@ -76,6 +77,15 @@ class SearchConfig(Record):
                                         "and compile on a GPU, eager on the CPU")
     address: str | None = Field(None, description="Ray cluster address; none: RAY_ADDRESS or a local Ray")
     quiet: bool = Field(False, description="JSON lines on stdout instead of the live display")
+
+    def wants_compiler_seed(self, device: str) -> bool:
+        """Whether the run also starts from the compiler seed: asked for, or left to the run on a GPU, where
+        Inductor's compile is at hand (a sweep stays on the starting kernel's own space)."""
+        if self.compiler_recording:
+            return True
+        if self.compiler_seed is not None:
+            return self.compiler_seed
+        return device.startswith("cuda") and not self.sweep
 
     def minutes_budget(self) -> float | None:
         """``budget_minutes`` with auto resolved."""

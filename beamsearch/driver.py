@@ -80,7 +80,7 @@ class Driver:
         """The starting kernel verified, timed and profiled; the baselines and the floor. Saved as round 0.
         With no starting kernel (a problem with no input kernel), the compiler seed is the start."""
         state = self.state
-        wants_seed = bool(state.config.compiler_seed or state.config.compiler_recording)
+        wants_seed = state.config.wants_compiler_seed(state.spec.device)
         if kernel is None:
             kernel, why = self._compiler_seed_kernel()
             if kernel is None:

@@ -15,6 +15,7 @@ continues after the last finished round, reusing the finished candidates of the 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import shutil
@@ -77,7 +78,7 @@ def parse_args(argv: list[str] | None) -> tuple[SearchConfig, bool, set[str]]:
     p.add_argument("--budget-minutes", dest="budget_minutes", type=_minutes, default=None,
                    help=fields["budget_minutes"].description + " (default auto)")
     p.add_argument("--sweep", action="store_true", default=None, help=fields["sweep"].description)
-    p.add_argument("--compiler-seed", dest="compiler_seed", action="store_true", default=None,
+    p.add_argument("--compiler-seed", dest="compiler_seed", action=argparse.BooleanOptionalAction, default=None,
                    help=fields["compiler_seed"].description)  # fmt: skip
     p.add_argument("--quiet", action="store_true", default=None, help=fields["quiet"].description)
     args = p.parse_args(argv)
@@ -134,6 +135,11 @@ def main(argv: list[str] | None = None) -> int:
         spec = previous.spec if previous else RunSpec(
             problem_path=problem.problem_path, device=device, dtype=config.dtype,
             shapes=config.shapes if config.shapes != "auto" else ("full" if device == "cuda" else "small"))  # fmt: skip
+        if previous is None and kernel is None and not config.wants_compiler_seed(device):
+            with contextlib.suppress(OSError):
+                trace.out.rmdir()  # the new run folder, still empty
+            fail(f"problem {problem.name} has no input_kernel.py next to it: give a starting kernel with --kernel, "
+                 "or start from torch.compile's own kernels with --compiler-seed")  # fmt: skip
         workers = config.workers or (WORKERS_PER_GPU * gpus if device == "cuda" else CPU_WORKERS)
         display = Display(config.quiet, trace.log_event)
         return _search(config, previous, kernel, spec, workers, gpus if device == "cuda" else 0, trace, display, problem.name)
@@ -247,11 +253,8 @@ def _previous_state(trace: TraceWriter, resume: bool, out: Path) -> BeamState | 
 def _starting_kernel(config: SearchConfig, problem) -> Kernel | None:
     """The kernel a run starts from; None where the compiler seed is to be the start (no input kernel)."""
     path = config.kernel or problem.input_kernel_path
-    if path is None and (config.compiler_seed or config.compiler_recording):
-        return None
     if path is None:
-        fail(f"problem {problem.name} has no input_kernel.py next to it: give a starting kernel with --kernel, "
-             "or start from torch.compile's own kernels with --compiler-seed")  # fmt: skip
+        return None  # the compiler seed is the start, where the run wants one (checked once the device is known)
     try:
         return Kernel(source=Path(path).expanduser().read_text(), origin="input", note=f"starting kernel {path}")
     except OSError as e:

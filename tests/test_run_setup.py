@@ -109,3 +109,17 @@ def test_the_rounds_use_the_places_the_start_measured(resumed: bool, tmp_path, m
     trace = SimpleNamespace(out=tmp_path)
     assert run._search(config, previous, None, spec, 4, 1, trace, display, "p") == 0
     assert _RecordingDriver.seen_by_rounds == [2 if resumed else 3]
+
+
+def test_a_gpu_run_also_starts_from_the_compiler_seed_unless_told_or_sweeping() -> None:
+    from beamsearch.run import parse_args
+
+    default = SearchConfig(problem="p")
+    assert default.wants_compiler_seed("cuda") and not default.wants_compiler_seed("cpu")
+    assert not SearchConfig(problem="p", sweep=True).wants_compiler_seed("cuda")  # the sweep stays on its own space
+    assert SearchConfig(problem="p", compiler_seed=True).wants_compiler_seed("cpu")  # asked: said unavailable there
+    assert SearchConfig(problem="p", compiler_recording="rec").wants_compiler_seed("cpu")
+    off, _, given = parse_args(["--problem", "p", "--no-compiler-seed"])
+    assert off.compiler_seed is False and "compiler_seed" in given and not off.wants_compiler_seed("cuda")
+    on, _, _ = parse_args(["--problem", "p", "--compiler-seed"])
+    assert on.compiler_seed is True
