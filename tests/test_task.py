@@ -101,9 +101,11 @@ def test_the_driver_planned_kernel_is_the_candidate_and_a_task_without_one_offli
 def test_only_the_tuners_variants_have_a_compile_time_limit() -> None:
     """A model's kernel may autotune in its first call; a knob variant compiles in about a second."""
     source = "def kernel_function(x):\n    return x\n"
-    assert task_module.compile_limit_s(Kernel(source=source, origin="tuner")) == task_module.TUNER_COMPILE_LIMIT_S
+    tuner = Kernel(source=source, origin="tuner")
+    assert task_module.compile_limit_s(tuner, "cuda") == task_module.TUNER_COMPILE_LIMIT_S
+    assert task_module.compile_limit_s(tuner, "cpu") == task_module.TUNER_INTERPRETED_LIMIT_S  # no compile there
     for origin in ("llm", "replay", "input", "compiler"):
-        assert task_module.compile_limit_s(Kernel(source=source, origin=origin)) is None
+        assert task_module.compile_limit_s(Kernel(source=source, origin=origin), "cuda") is None
 
 
 @pytest.mark.parametrize("timing_status", ["ok", "failed"])

@@ -122,15 +122,20 @@ def task_seeds(task_id: str, base: int) -> list[int]:
 
 
 CONTENDED_CHECKS = {"clocks_agree", "current_stream"}
-# A knob variant compiles in about a second; one that takes many times that (huge tiles, deep pipelines)
-# holds its worker, and the round waiting on it, for minutes, for a kernel that is slow anyway. A model's
-# kernel may autotune in its first call, so it gets no such limit.
-TUNER_COMPILE_LIMIT_S = 15.0
+# A knob variant's first call (its compile) takes about a second on a GPU, 3.3 s at the most among those
+# that passed; one that takes many times that (huge tiles, deep pipelines) holds its worker, and the round
+# waiting on it, for a kernel that is slow anyway. The interpreter has no compile: its first call is the
+# interpreted run, slower on a loaded CPU, so it gets more. A model's kernel may autotune in its first
+# call, so it gets no such limit.
+TUNER_COMPILE_LIMIT_S = 8.0
+TUNER_INTERPRETED_LIMIT_S = 15.0
 
 
-def compile_limit_s(kernel: Kernel) -> float | None:
+def compile_limit_s(kernel: Kernel, device: str) -> float | None:
     """The longest a candidate's first call (its compile) may take: bounded for the tuner's variants only."""
-    return TUNER_COMPILE_LIMIT_S if kernel.origin == "tuner" else None
+    if kernel.origin != "tuner":
+        return None
+    return TUNER_COMPILE_LIMIT_S if device.startswith("cuda") else TUNER_INTERPRETED_LIMIT_S
 
 
 def out_of_gpu_memory(spec: RunSpec, passed: bool, reason: str) -> bool:
@@ -265,7 +270,7 @@ def run_task(task: Task, ctx: WorkerContext) -> TaskResult:
         path = ctx.kernel_file(f"{task.id}-v{len(tries)}", kernel)
         with stages("verify"):
             verdict = verify_candidate(spec, path, seeds, config.verify_per_gpu or 1, task.screen_above_ms,
-                                       first_call_limit_s=compile_limit_s(kernel),
+                                       first_call_limit_s=compile_limit_s(kernel, spec.device),
                                        session=ctx.variant_session(spec, kernel))  # fmt: skip
         tries.append(VerifyTry(kernel=kernel, verdict=verdict))
         if verdict.passed or llm is None or len(tries) > config.refine_tries:
