@@ -26,8 +26,8 @@ from pathlib import Path
 from beamsearch.llm_records import Exchange
 from beamsearch.schema import Profile
 from beamsearch.state import BeamState, RoundRecord, Summary, TaskResult
+from beamsearch.trace_archive import TRACE_DIR
 
-TRACE_DIR = "optimization_trace"
 STATE_FILE = "state.json"
 SUMMARY_FILE = "summary.json"
 BEST_KERNEL_FILE = "optimized_kernel_beam_search.py"

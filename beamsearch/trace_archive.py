@@ -5,6 +5,9 @@ folder gives the folder back.
 
 The archive is made the same way every time (sorted entries, no owners, no times), so publishing the same
 run twice writes the same bytes.
+
+Shared by the driver's side (publish, report) and the proposers' (a replay reads published traces), so
+it imports nothing of ours.
 """
 
 from __future__ import annotations
@@ -16,8 +19,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from beamsearch.trace import TRACE_DIR
-
+TRACE_DIR = "optimization_trace"  # a run's trace folder, in the reference layout
 TRACE_ARCHIVE = f"{TRACE_DIR}.tar.xz"
 
 

@@ -22,6 +22,7 @@ LAYERS = {
     "beamsearch.config": SHARED_DATA,
     "beamsearch.search_records": SHARED_DATA,
     "beamsearch.llm_records": SHARED_DATA,
+    "beamsearch.trace_archive": SHARED_DATA,
     "prompts.records": SHARED_DATA,
     "workers": HARNESS,
     "workers.harness": HARNESS,

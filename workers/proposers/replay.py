@@ -12,33 +12,27 @@ from __future__ import annotations
 
 import logging
 import re
-import tarfile
-import tempfile
 from pathlib import Path
 
 from beamsearch.schema import Attempt, Diagnosis, Kernel
+from beamsearch.trace_archive import TRACE_ARCHIVE, unpacked_trace
 
 log = logging.getLogger(__name__)
 ROUND = re.compile(r"round_(\d+)$")
-TRACE_ARCHIVE = "optimization_trace.tar.xz"  # how ``beamsearch.publish`` keeps a published trace
 
 
 def recorded_rounds(trace: Path) -> list[list[Kernel]]:
-    """The kernels of each recorded round, in round order; unreadable rounds are logged and empty."""
-    if not (trace / "optimization_trace").is_dir() and (trace / TRACE_ARCHIVE).is_file():
-        return _archived_rounds(trace / TRACE_ARCHIVE)
-    folder = trace / "optimization_trace" if (trace / "optimization_trace").is_dir() else trace
-    rounds = sorted((int(m.group(1)), p) for p in folder.iterdir() if p.is_dir() and (m := ROUND.search(p.name)))
-    return [_round_kernels(path) for _, path in rounds]
-
-
-def _archived_rounds(archive: Path) -> list[list[Kernel]]:
-    """The rounds inside a published trace archive, each kernel's note naming its place in the archive."""
-    with tempfile.TemporaryDirectory(prefix="beamsearch-replay-") as tmp:
-        with tarfile.open(archive, "r:xz") as tar:
-            tar.extractall(tmp, filter="data")
-        rounds = recorded_rounds(Path(tmp))
-    return [[k.model_copy(update={"note": k.note.replace(tmp, str(archive))}) for k in kernels] for kernels in rounds]
+    """The kernels of each recorded round, in round order; unreadable rounds are logged and empty. Those
+    of a published archive name their place in it."""
+    with unpacked_trace(trace) as folder:
+        folder = folder if folder.is_dir() else trace  # the rounds directly
+        rounds = sorted((int(m.group(1)), p) for p in folder.iterdir() if p.is_dir() and (m := ROUND.search(p.name)))
+        kernels = [_round_kernels(path) for _, path in rounds]
+        unpacked = str(folder.parent)
+    if folder.is_relative_to(trace):
+        return kernels
+    archive = str(trace / TRACE_ARCHIVE)
+    return [[k.model_copy(update={"note": k.note.replace(unpacked, archive)}) for k in ks] for ks in kernels]
 
 
 def _round_kernels(path: Path) -> list[Kernel]:
