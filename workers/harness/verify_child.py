@@ -340,6 +340,9 @@ def _verify(req: VerifyRequest, checks: Checks, kernel: _Kernel,
     checks.steps.end("kernel_imported")
     pool = _SharedPool(spec.device)
     for i, seed in enumerate(req.seeds):
+        # The last seed's tensors go before this seed's are made: a verification's memory peak sets how
+        # many share the GPU (``SearchConfig.verify_per_gpu``).
+        instance = reference = nudged = again = None
         with use():
             try:
                 with pool:
@@ -358,6 +361,7 @@ def _verify(req: VerifyRequest, checks: Checks, kernel: _Kernel,
         # Same tensors, new values: a kernel that caches results by pointer returns the old answer.
         with use():
             fresh_values_into(module, spec, seed + POINTER_CHECK_SEED_OFFSET, instance.inputs)
+            reference = None
             reference = reference_output(instance, spec)
             _checked_call(kernel, None, values, reference, req, checks, f"{where}, inputs changed in place",
                           values_check="values_after_inputs_changed", same_inputs=instance.inputs)  # fmt: skip
@@ -368,6 +372,7 @@ def _verify(req: VerifyRequest, checks: Checks, kernel: _Kernel,
                 nudged = [t.clone() if isinstance(t, torch.Tensor) else t for t in instance.inputs]
             checks.nudge_seed = nudge_seed()
             perturb_(nudged, checks.nudge_seed)
+            reference = None
             reference = reference_output(ProblemInstance(instance.model, nudged), spec)
             _checked_call(kernel, nudged, values, reference, req, checks, f"{where}, a few input elements changed",
                           values_check="values_after_small_change")  # fmt: skip
