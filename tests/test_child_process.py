@@ -129,3 +129,22 @@ def test_gpu_jobs_start_cuda_on_their_gpu_while_they_wait_and_cpu_jobs_do_not(mo
     assert calls == ["init", "set cuda:1", "context"]
     monkeypatch.setattr(torch.cuda, "init", lambda: 1 / 0)
     child_process.start_cuda_early()  # a failure is left for the job to meet and report
+
+
+def test_a_process_keeps_spares_for_its_newest_environments_only(monkeypatch) -> None:
+    """A process whose environment changes between jobs (a test's settings, a bench's lock folder) keeps
+    the newest ``SPARES_PER_MODULE`` spares of a module; the older ones are stopped, not left waiting."""
+    module = "workers.harness.timing_child"
+    child_process._kill_spares()
+    started = []
+    for n in range(3):
+        monkeypatch.setenv("BEAMSEARCH_TEST_SPARE_ENV", str(n))
+        child_process.start_spares([module], "cpu")
+        started.append(spare_of(module))
+    try:
+        kept = [k for k in child_process._spares if k[0] == module]
+        assert len(kept) == child_process.SPARES_PER_MODULE == 2
+        assert started[0].proc.poll() is not None and not started[0].folder.exists()  # stopped, cleaned up
+        assert all(s.proc.poll() is None for s in started[1:])
+    finally:
+        child_process._kill_spares()

@@ -137,6 +137,9 @@ class _Child:
 
 _spares: dict[tuple[str, int, str], _Child] = {}
 _spares_lock = threading.Lock()  # callers may run jobs from several threads
+# A process whose environment changes between jobs (a new lock folder, a test's settings) would keep a
+# spare for every environment it ever had: only the newest are kept.
+SPARES_PER_MODULE = 2
 
 
 def child_env(device: str) -> dict[str, str]:
@@ -194,9 +197,16 @@ def start_spares(modules: list[str], device: str, prefix: Prefix | None = None) 
 
 
 def _start_spare(module: str, env: dict[str, str], prefix: Prefix | None = None) -> None:
-    """A new spare for ``module`` (callers hold ``_spares_lock``); a failed start only costs speed."""
+    """A new spare for ``module`` (callers hold ``_spares_lock``), the oldest of its others stopped past
+    ``SPARES_PER_MODULE``; a failed start only costs speed."""
+    key = spare_key(module, env, prefix)
+    others = [k for k in _spares if k[0] == module and k != key]  # oldest first: a dict keeps its order
+    for old in others[: max(0, len(others) - SPARES_PER_MODULE + 1)]:
+        child = _spares.pop(old)
+        _kill(child)
+        _discard(child)
     try:
-        _spares[spare_key(module, env, prefix)] = _spawn(module, env, prefix)
+        _spares[key] = _spawn(module, env, prefix)
     except OSError as e:
         log.warning("could not start a spare child: %s", e)
 
