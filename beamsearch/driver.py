@@ -80,7 +80,7 @@ class Driver:
         """The starting kernel verified, timed and profiled; the baselines and the floor. Saved as round 0.
         With no starting kernel (a problem with no input kernel), the compiler seed is the start."""
         state = self.state
-        wants_seed = state.config.wants_compiler_seed(state.spec.device)
+        seeded = wants_seed = state.config.wants_compiler_seed(state.spec.device)
         if kernel is None:
             kernel, why = self._compiler_seed_kernel()
             if kernel is None:
@@ -96,7 +96,8 @@ class Driver:
         if result.status != "ok" or result.ranked_ms is None:
             raise SearchError(f"the starting kernel cannot be the search's first parent: {result.status}: {result.reason}"
                               f" (details: {self.trace.candidate_dir(result)})")  # fmt: skip
-        config = self._with_verify_slots(result, facts)
+        # what the run settled for itself is saved as such: the places, and whether the seed joins
+        config = self._with_verify_slots(result, facts).model_copy(update={"compiler_seed": seeded})
         baselines = self.pool.call("baselines", state.spec, self._baseline_targets())
         for b in baselines:
             self.display.event("baseline", label=b.label, median_ms=b.median_ms, status=b.status, reason=b.reason)

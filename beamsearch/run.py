@@ -121,6 +121,12 @@ def main(argv: list[str] | None = None) -> int:
     for flag, folder in (("--replay", config.replay), ("--compiler-recording", config.compiler_recording)):
         if folder and not Path(folder).is_dir():
             fail(f"{flag} {folder}: not a folder")
+    if config.compiler_recording and config.compiler_seed is False:
+        fail("--compiler-recording is where the compiler seed comes from: it cannot go with --no-compiler-seed")
+    no_start = (f"problem {problem.name} has no input_kernel.py next to it: give a starting kernel with --kernel, "
+                "or start from torch.compile's own kernels with --compiler-seed")  # fmt: skip
+    if previous is None and kernel is None and not config.wants_compiler_seed("cuda"):
+        fail(no_start)  # no device would give this run a seed to start from
     if config.llm:
         _preflight(config)
     trace = TraceWriter(out or new_run_dir(problem.name))
@@ -136,10 +142,10 @@ def main(argv: list[str] | None = None) -> int:
             problem_path=problem.problem_path, device=device, dtype=config.dtype,
             shapes=config.shapes if config.shapes != "auto" else ("full" if device == "cuda" else "small"))  # fmt: skip
         if previous is None and kernel is None and not config.wants_compiler_seed(device):
-            with contextlib.suppress(OSError):
-                trace.out.rmdir()  # the new run folder, still empty
-            fail(f"problem {problem.name} has no input_kernel.py next to it: give a starting kernel with --kernel, "
-                 "or start from torch.compile's own kernels with --compiler-seed")  # fmt: skip
+            if out is None:
+                with contextlib.suppress(OSError):
+                    trace.out.rmdir()  # the run folder made for it, still empty
+            fail(no_start)
         workers = config.workers or (WORKERS_PER_GPU * gpus if device == "cuda" else CPU_WORKERS)
         display = Display(config.quiet, trace.log_event)
         return _search(config, previous, kernel, spec, workers, gpus if device == "cuda" else 0, trace, display, problem.name)

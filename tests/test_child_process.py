@@ -99,6 +99,7 @@ def test_a_result_the_child_did_not_sign_is_rejected(monkeypatch) -> None:
 
 
 def test_a_spare_from_another_environment_is_not_reused(scale_spec: RunSpec, monkeypatch) -> None:
+    child_process._kill_spares()  # others' spares of other environments would count against the two kept
     verify_kernel(scale_spec, str(KERNELS / "good.py"))
     old_spares = set(child_process._spares)
     monkeypatch.setenv("BEAMSEARCH_LOCK_DIR", "/tmp/beamsearch-test-other-locks")

@@ -35,6 +35,7 @@ def test_the_compiler_seed_joins_the_beam_and_its_knobs_are_searched(tmp_path) -
     said = [e for e in _events(done.stdout.splitlines()) if e["event"] == "compiler_seed"]
     assert [e["status"] for e in said][0] == "reading" and said[-1]["status"] == "in the beam", said
     state = BeamState.model_validate_json((out / "state.json").read_text())
+    assert state.config.compiler_seed is True  # the run's own decision is saved with it
     assert any(a.kernel_hash == seed.kernel.hash for a in state.history)  # never proposed again
     searched = {s.root_id for s in state.optimiser.searches.values()}
     assert "compiler-seed" in searched, searched  # Inductor's XBLOCK and warps are knobs now
@@ -78,4 +79,11 @@ def test_a_recording_folder_that_is_not_there_stops_the_run_before_it_starts(tmp
     done = run_cli("--problem", "26", "--compiler-recording", str(tmp_path / "nowhere"), "--out", str(tmp_path / "run"),
                    "--quiet", timeout=120)  # fmt: skip
     assert done.returncode == 2 and "--compiler-recording" in done.stderr and "not a folder" in done.stderr, done.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_recording_and_no_seed_contradict_each_other(tmp_path) -> None:
+    done = run_cli("--problem", "26", "--compiler-recording", str(tmp_path), "--no-compiler-seed", "--out",
+                   str(tmp_path / "run"), "--quiet", timeout=120)  # fmt: skip
+    assert done.returncode == 2 and "--no-compiler-seed" in done.stderr, done.stderr
     assert not (tmp_path / "run").exists()

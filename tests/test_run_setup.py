@@ -69,7 +69,7 @@ def test_the_bar_is_the_fastest_timed_baseline_and_only_on_a_gpu() -> None:
 class _RecordingDriver:
     """Stands in for the Driver in ``run._search``: the start settles the places, the rounds note what they see."""
 
-    seen_by_rounds: list[int | None] = []
+    seen_by_rounds: list[tuple[int | None, int]] = []
 
     def __init__(self, state, pool, trace, display, problem, versions) -> None:
         self.state = state
@@ -78,7 +78,7 @@ class _RecordingDriver:
         self.state = self.state.model_copy(update={"config": self.state.config.model_copy(update={"verify_per_gpu": 3})})
 
     def run_rounds(self) -> None:
-        _RecordingDriver.seen_by_rounds.append(self.state.config.verify_per_gpu)
+        _RecordingDriver.seen_by_rounds.append((self.state.config.verify_per_gpu, self.state.config.rounds))
 
     def finish(self) -> SimpleNamespace:
         return SimpleNamespace(best_id="input")
@@ -108,7 +108,7 @@ def test_the_rounds_use_the_places_the_start_measured(resumed: bool, tmp_path, m
     display = SimpleNamespace(event=lambda *a, **k: None, close=lambda: None)
     trace = SimpleNamespace(out=tmp_path)
     assert run._search(config, previous, None, spec, 4, 1, trace, display, "p") == 0
-    assert _RecordingDriver.seen_by_rounds == [2 if resumed else 3]
+    assert _RecordingDriver.seen_by_rounds == [(2, 6) if resumed else (3, 4)]  # a resume's new rounds too
 
 
 def test_a_gpu_run_also_starts_from_the_compiler_seed_unless_told_or_sweeping() -> None:

@@ -122,6 +122,7 @@ def test_tuner_run_survives_a_killed_worker_and_a_killed_driver(tmp_path) -> Non
 
     state = BeamState.model_validate_json((out / "state.json").read_text())
     assert state.round == 1
+    assert state.config.compiler_seed is False  # a CPU run with no recording settles on none, and says so
     before = {p.parent.name: TaskResult.model_validate_json(p.read_text()).finished_at
               for p in (out / "optimization_trace/round_2/candidates").glob("*/result.json")}  # fmt: skip
     assert before, "the driver was killed after a round-2 candidate was written"

@@ -190,25 +190,32 @@ def start_spares(modules: list[str], device: str, prefix: Prefix | None = None) 
     """Start a spare for each module now, so a new worker's first jobs find one warm (a cold start,
     importing torch, costs seconds in every stage of a worker's first task)."""
     env = child_env(device)
+    stopped: list[_Child] = []
     with _spares_lock:
         for module in modules:
             if spare_key(module, env, prefix) not in _spares:
-                _start_spare(module, env, prefix)
+                stopped += _start_spare(module, env, prefix)
+    _stop(stopped)
 
 
-def _start_spare(module: str, env: dict[str, str], prefix: Prefix | None = None) -> None:
-    """A new spare for ``module`` (callers hold ``_spares_lock``), the oldest of its others stopped past
-    ``SPARES_PER_MODULE``; a failed start only costs speed."""
+def _start_spare(module: str, env: dict[str, str], prefix: Prefix | None = None) -> list[_Child]:
+    """A new spare for ``module`` (callers hold ``_spares_lock``); a failed start only costs speed. Returns
+    the oldest of its others past ``SPARES_PER_MODULE``, taken off the list, for the caller to stop once
+    it has let go of the lock."""
     key = spare_key(module, env, prefix)
     others = [k for k in _spares if k[0] == module and k != key]  # oldest first: a dict keeps its order
-    for old in others[: max(0, len(others) - SPARES_PER_MODULE + 1)]:
-        child = _spares.pop(old)
-        _kill(child)
-        _discard(child)
+    stale = [_spares.pop(k) for k in others[: max(0, len(others) - SPARES_PER_MODULE + 1)]]
     try:
         _spares[key] = _spawn(module, env, prefix)
     except OSError as e:
         log.warning("could not start a spare child: %s", e)
+    return stale
+
+
+def _stop(children: list[_Child]) -> None:
+    for child in children:
+        _kill(child)
+        _discard(child)
 
 
 def run_child(module: str, request: BaseModel, timeout_s: float, device: str, *, prefix: Prefix | None = None,
@@ -236,7 +243,8 @@ def _take_child(module: str, env: dict[str, str], prefix: Prefix | None = None) 
             _discard(child)
             child = None
         child = child or _spawn(module, env, prefix)
-        _start_spare(module, env, prefix)  # imports while this job runs
+        stale = _start_spare(module, env, prefix)  # imports while this job runs
+    _stop(stale)
     return child
 
 
@@ -398,9 +406,7 @@ def _kill_spares() -> None:
     with _spares_lock:
         spares = list(_spares.values())
         _spares.clear()
-    for child in spares:
-        _kill(child)
-        _discard(child)
+    _stop(spares)
 
 
 def _discard(child: _Child) -> None:

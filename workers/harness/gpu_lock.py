@@ -37,8 +37,9 @@ from filelock import FileLock, Timeout
 
 DEFAULT_LOCK_DIR = "/tmp/beamsearch-locks"
 # A measurement waits this long at most for the GPU jobs running to finish their part (``_alone``), and
-# keeps every new step out meanwhile: longer than an honest check step at full size (a first call with its
-# compile included), shorter than the compiles of the tuner's largest tiles, which run to their limit.
+# keeps every new step out meanwhile. Most check steps at full size end well within it; a first call that
+# compiles for longer (a tuner's largest tiles, a model's kernel that autotunes) is measured beside, and a
+# timing it disturbs fails a check others can fail and is taken again alone.
 DRAIN_LIMIT_S = 3.0
 DRAIN_POLL_S = 0.005
 

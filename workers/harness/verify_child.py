@@ -342,7 +342,7 @@ def _verify(req: VerifyRequest, checks: Checks, kernel: _Kernel,
     for i, seed in enumerate(req.seeds):
         # The last seed's tensors go before this seed's are made: a verification's memory peak sets how
         # many share the GPU (``SearchConfig.verify_per_gpu``).
-        instance = reference = nudged = again = None
+        instance = reference = nudged = again = values = None
         with use():
             try:
                 with pool:

@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 
 from beamsearch.schema import Attempt, Diagnosis, Kernel
-from beamsearch.trace_archive import TRACE_ARCHIVE, unpacked_trace
+from beamsearch.trace_archive import TRACE_ARCHIVE, TRACE_DIR, unpacked_trace
 
 log = logging.getLogger(__name__)
 ROUND = re.compile(r"round_(\d+)$")
@@ -25,11 +25,12 @@ def recorded_rounds(trace: Path) -> list[list[Kernel]]:
     """The kernels of each recorded round, in round order; unreadable rounds are logged and empty. Those
     of a published archive name their place in it."""
     with unpacked_trace(trace) as folder:
+        archived = folder != trace / TRACE_DIR
         folder = folder if folder.is_dir() else trace  # the rounds directly
         rounds = sorted((int(m.group(1)), p) for p in folder.iterdir() if p.is_dir() and (m := ROUND.search(p.name)))
         kernels = [_round_kernels(path) for _, path in rounds]
         unpacked = str(folder.parent)
-    if folder.is_relative_to(trace):
+    if not archived:
         return kernels
     archive = str(trace / TRACE_ARCHIVE)
     return [[k.model_copy(update={"note": k.note.replace(unpacked, archive)}) for k in ks] for ks in kernels]
