@@ -52,7 +52,7 @@ from beamsearch.state import (
     Task,
     TaskResult,
 )
-from beamsearch.trace import TraceWriter
+from beamsearch.trace import RESULT_FILE, TraceWriter
 from workers.actor.task import RECORD_TIMEOUT_S
 from workers.proposers.compile_seed import SeedResult
 from workers.proposers.searcher import Searcher
@@ -108,6 +108,16 @@ class Driver:
                                               "started_at": time.time()})  # fmt: skip
         self._save()
         if wants_seed:
+            self._add_compiler_seed()
+
+    def resume_with(self, config: SearchConfig) -> None:
+        """Go on with a saved run under ``config`` (its own options, with those a resume may change). A run
+        stopped in round 0 before its compiler seed was measured (the compile takes a minute) gets it now."""
+        self.state = self.state.model_copy(update={"config": config})
+        start = self.state.input
+        seed_measured = (self.trace.trace / COMPILER_SEED_ID / RESULT_FILE).is_file()
+        if self.state.round == 0 and start is not None and start.kernel.origin != "compiler" \
+                and config.compiler_seed and not seed_measured:  # fmt: skip
             self._add_compiler_seed()
 
     def _compiler_seed_kernel(self) -> tuple[Kernel | None, str]:

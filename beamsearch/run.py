@@ -171,7 +171,7 @@ def _search(config: SearchConfig, previous: BeamState | None, kernel: Kernel | N
         else:
             if previous.round:
                 display.event("resume", after_round=previous.round, rounds=config.rounds)
-            driver.state = driver.state.model_copy(update={"config": config})
+            driver.resume_with(config)
         driver.run_rounds()
         summary = driver.finish()
     except (SearchError, ModelLost) as e:

@@ -66,13 +66,14 @@ def test_the_bar_is_the_fastest_timed_baseline_and_only_on_a_gpu() -> None:
     assert best_baseline(runs, "cpu") is None and best_baseline([], "cuda") is None
 
 
-class _RecordingDriver:
-    """Stands in for the Driver in ``run._search``: the start settles the places, the rounds note what they see."""
+class _RecordingDriver(Driver):
+    """Stands in for the Driver in ``run._search``: the start settles the places, the rounds note what they
+    see; a resume is the Driver's own."""
 
     seen_by_rounds: list[tuple[int | None, int]] = []
 
     def __init__(self, state, pool, trace, display, problem, versions) -> None:
-        self.state = state
+        self.state, self.trace = state, trace
 
     def measure_start(self, kernel) -> None:
         self.state = self.state.model_copy(update={"config": self.state.config.model_copy(update={"verify_per_gpu": 3})})
@@ -106,7 +107,7 @@ def test_the_rounds_use_the_places_the_start_measured(resumed: bool, tmp_path, m
         previous = BeamState(config=config.model_copy(update={"verify_per_gpu": 2}), problem="p", spec=spec, round=1)
         config = previous.config.model_copy(update={"rounds": 6})  # as main() merges a resume's options
     display = SimpleNamespace(event=lambda *a, **k: None, close=lambda: None)
-    trace = SimpleNamespace(out=tmp_path)
+    trace = SimpleNamespace(out=tmp_path, trace=tmp_path / "optimization_trace")
     assert run._search(config, previous, None, spec, 4, 1, trace, display, "p") == 0
     assert _RecordingDriver.seen_by_rounds == [(2, 6) if resumed else (3, 4)]  # a resume's new rounds too
 
@@ -123,3 +124,31 @@ def test_a_gpu_run_also_starts_from_the_compiler_seed_unless_told_or_sweeping() 
     assert off.compiler_seed is False and "compiler_seed" in given and not off.wants_compiler_seed("cuda")
     on, _, _ = parse_args(["--problem", "p", "--compiler-seed"])
     assert on.compiler_seed is True
+
+
+@pytest.mark.parametrize(("round_", "seed_folder", "start_origin", "added"), [
+    (0, False, "input", True),  # stopped during the seed's compile: it is measured now
+    (0, True, "input", False),  # measured already
+    (1, False, "input", False),  # the rounds have begun without it (it was unavailable): not again
+    (0, False, "compiler", False),  # the seed is the start
+])  # fmt: skip
+def test_a_run_resumed_in_round_0_gets_the_seed_it_had_not_measured(round_, seed_folder, start_origin, added,
+                                                                      tmp_path) -> None:  # fmt: skip
+    from beamsearch.driver import COMPILER_SEED_ID
+    from beamsearch.schema import RunSpec
+    from beamsearch.state import BeamEntry, BeamState
+
+    spec = RunSpec(problem_path=str(tmp_path / "problem.py"), device="cuda", dtype="bf16", shapes="full")
+    kernel = Kernel(source="def kernel_function(x):\n    return x\n", origin=start_origin)
+    start = BeamEntry(id="input", kernel=kernel, ranked_ms=1.0, round=0)
+    config = SearchConfig(problem="p", compiler_seed=True)
+    driver = Driver.__new__(Driver)
+    driver.state = BeamState(config=config, problem="p", spec=spec, round=round_, input=start, beam=[start])
+    driver.trace = SimpleNamespace(trace=tmp_path / "optimization_trace")
+    if seed_folder:
+        (tmp_path / "optimization_trace" / COMPILER_SEED_ID).mkdir(parents=True)
+        (tmp_path / "optimization_trace" / COMPILER_SEED_ID / "result.json").write_text("{}")
+    calls: list[str] = []
+    driver._add_compiler_seed = lambda: calls.append("seed")
+    driver.resume_with(config.model_copy(update={"rounds": 9}))
+    assert driver.state.config.rounds == 9 and calls == (["seed"] if added else [])
