@@ -80,13 +80,13 @@ class Driver:
         """The starting kernel verified, timed and profiled; the baselines and the floor. Saved as round 0.
         With no starting kernel (a problem with no input kernel), the compiler seed is the start."""
         state = self.state
-        seeded = wants_seed = state.config.wants_compiler_seed(state.spec.device)
+        seeded = state.config.wants_compiler_seed(state.spec.device)
+        seed_beside = seeded and kernel is not None  # with no input kernel the seed is the start
         if kernel is None:
             kernel, why = self._compiler_seed_kernel()
             if kernel is None:
                 raise SearchError(f"the problem has no input kernel, and the compiler seed is unavailable: {why}; "
                                   "give a starting kernel with --kernel")  # fmt: skip
-            wants_seed = False  # it is the start
         facts: DeviceFacts = self.pool.call("device_facts", state.spec)
         floor = facts.floor
         self.display.event("start", problem=self.problem, gpu=facts.gpu_name, floor_ms=floor.floor_ms if floor else None,
@@ -107,7 +107,7 @@ class Driver:
                                               "gpu_name": facts.gpu_name, "config": config, "seen": seen, "fastest_compiled": fastest, "history": history,
                                               "started_at": time.time()})  # fmt: skip
         self._save()
-        if wants_seed:
+        if seed_beside:
             self._add_compiler_seed()
 
     def resume_with(self, config: SearchConfig) -> None:
@@ -115,7 +115,7 @@ class Driver:
         stopped in round 0 before its compiler seed was measured (the compile takes a minute) gets it now."""
         self.state = self.state.model_copy(update={"config": config})
         start = self.state.input
-        seed_measured = (self.trace.trace / COMPILER_SEED_ID / RESULT_FILE).is_file()
+        seed_measured = (self.trace.start_dir(COMPILER_SEED_ID) / RESULT_FILE).is_file()
         if self.state.round == 0 and start is not None and start.kernel.origin != "compiler" \
                 and config.compiler_seed and not seed_measured:  # fmt: skip
             self._add_compiler_seed()

@@ -63,9 +63,13 @@ class TraceWriter:
         return self.trace / f"round_{round_}"
 
     def candidate_dir(self, result: TaskResult) -> Path:
-        if result.round == 0:  # the input, and the compiler seed beside it
-            return self.trace / ("input" if result.task_id == "input" else result.task_id)
+        if result.round == 0:
+            return self.start_dir(result.task_id)
         return self.round_dir(result.round) / "candidates" / result.task_id
+
+    def start_dir(self, task_id: str) -> Path:
+        """Round 0's folder for ``task_id``: the input, and the compiler seed beside it."""
+        return self.trace / task_id
 
     def write_candidate(self, result: TaskResult, problem: str) -> Path:
         folder = self.candidate_dir(result)

@@ -10,6 +10,7 @@ from beamsearch.config import SearchConfig
 from beamsearch.driver import Driver, verifications_that_fit
 from beamsearch.schema import DeviceFacts, Kernel, Verdict
 from beamsearch.state import TaskResult, VerifyTry
+from beamsearch.trace import TraceWriter
 
 
 @pytest.mark.parametrize(
@@ -107,7 +108,7 @@ def test_the_rounds_use_the_places_the_start_measured(resumed: bool, tmp_path, m
         previous = BeamState(config=config.model_copy(update={"verify_per_gpu": 2}), problem="p", spec=spec, round=1)
         config = previous.config.model_copy(update={"rounds": 6})  # as main() merges a resume's options
     display = SimpleNamespace(event=lambda *a, **k: None, close=lambda: None)
-    trace = SimpleNamespace(out=tmp_path, trace=tmp_path / "optimization_trace")
+    trace = TraceWriter(tmp_path)
     assert run._search(config, previous, None, spec, 4, 1, trace, display, "p") == 0
     assert _RecordingDriver.seen_by_rounds == [(2, 6) if resumed else (3, 4)]  # a resume's new rounds too
 
@@ -144,7 +145,7 @@ def test_a_run_resumed_in_round_0_gets_the_seed_it_had_not_measured(round_, seed
     config = SearchConfig(problem="p", compiler_seed=True)
     driver = Driver.__new__(Driver)
     driver.state = BeamState(config=config, problem="p", spec=spec, round=round_, input=start, beam=[start])
-    driver.trace = SimpleNamespace(trace=tmp_path / "optimization_trace")
+    driver.trace = TraceWriter(tmp_path)
     if seed_folder:
         (tmp_path / "optimization_trace" / COMPILER_SEED_ID).mkdir(parents=True)
         (tmp_path / "optimization_trace" / COMPILER_SEED_ID / "result.json").write_text("{}")

@@ -361,7 +361,7 @@ def _verify(req: VerifyRequest, checks: Checks, kernel: _Kernel,
         # Same tensors, new values: a kernel that caches results by pointer returns the old answer.
         with use():
             fresh_values_into(module, spec, seed + POINTER_CHECK_SEED_OFFSET, instance.inputs)
-            reference = None
+            del reference  # the last one goes before the next is made
             reference = reference_output(instance, spec)
             _checked_call(kernel, None, values, reference, req, checks, f"{where}, inputs changed in place",
                           values_check="values_after_inputs_changed", same_inputs=instance.inputs)  # fmt: skip
@@ -372,7 +372,7 @@ def _verify(req: VerifyRequest, checks: Checks, kernel: _Kernel,
                 nudged = [t.clone() if isinstance(t, torch.Tensor) else t for t in instance.inputs]
             checks.nudge_seed = nudge_seed()
             perturb_(nudged, checks.nudge_seed)
-            reference = None
+            del reference  # the last one goes before the next is made
             reference = reference_output(ProblemInstance(instance.model, nudged), spec)
             _checked_call(kernel, nudged, values, reference, req, checks, f"{where}, a few input elements changed",
                           values_check="values_after_small_change")  # fmt: skip
