@@ -50,7 +50,10 @@ def task_results(run: Path, rounds: list[RoundRecord]) -> list[TaskResult]:
 
 
 def stats(run: Path, gpus: int, rounds: list[RoundRecord], results: list[TaskResult]) -> dict[str, float | str]:
+    """The run's throughput row; only its name and counts when no round finished (nothing to divide by)."""
     search_s = sum(r.wall_s for r in rounds)
+    if not rounds or not search_s:
+        return {"run": str(run), "gpus": gpus, "tasks": len(results), "candidates": 0, "rounds": len(rounds)}
     stage_s: dict[str, float] = {"profile": sum(r.profile_s for r in rounds)}  # the beam's kernels
     for r in results:
         for k, v in r.stage_s.items():
@@ -126,6 +129,9 @@ def main() -> None:
     parser.add_argument("--steps", action="store_true", help="also the children's step-by-step times")
     args = parser.parse_args()
     gpus = args.gpus or [1] * len(args.runs)
+    for run in args.runs:
+        if not (run / "summary.json").is_file() and not (run / "state.json").is_file():
+            parser.error(f"{run} is not a run folder: it has no summary.json or state.json")
     rounds = {run: finished_rounds(run) for run in args.runs}
     results = {run: task_results(run, rounds[run]) for run in args.runs}
     rows = [stats(run, g, rounds[run], results[run]) for run, g in zip(args.runs, gpus, strict=True)]

@@ -3,10 +3,16 @@ by its time limit) has candidates but no wall time, and counting them would infl
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 from beamsearch.config import SearchConfig
 from beamsearch.schema import Kernel, RunSpec, TimingResult
 from beamsearch.state import BeamState, RoundRecord, TaskResult
 from scripts import search_stats
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _candidate(run, round_: int, k: int) -> None:
@@ -36,3 +42,20 @@ def test_a_round_cut_short_is_not_counted(tmp_path) -> None:
     assert row["profile s/cand"] == 3.0 and row["profile wall s per round"] == 6.0
     # Only the seconds holding the lock count as timing, not the child's start, compile or wait.
     assert row["timing share %"] == 100 * 2 * 1.5 / 30.0 and row["profiling share %"] == 100 * 6.0 / 30.0
+
+
+def test_a_run_stopped_in_round_0_has_a_row_and_a_stray_file_is_refused(tmp_path) -> None:
+    spec = RunSpec(problem_path="/p/problem.py", shapes="full", device="cuda")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "state.json").write_text(BeamState(config=SearchConfig(problem="p"), problem="p", spec=spec).model_dump_json())
+    _candidate(run, 1, 0)  # round 1 was running when the run stopped
+    row = search_stats.stats(run, 1, [], search_stats.task_results(run, []))
+    assert row["rounds"] == 0 and row["candidates"] == 0 and "candidates per min" not in row
+    stray = tmp_path / "run.log"
+    stray.write_text("a log beside the run folder")
+    done = subprocess.run([sys.executable, "scripts/search_stats.py", str(run), str(stray)], capture_output=True,
+                          text=True, cwd=ROOT)  # fmt: skip
+    assert done.returncode == 2 and f"{stray} is not a run folder" in done.stderr
+    done = subprocess.run([sys.executable, "scripts/search_stats.py", str(run)], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
