@@ -8,7 +8,9 @@ autotuner launched, and its source), ``graph_args.json`` (what each of the graph
 forward input's index or a model value's name, see inductor_graph_args.py), ``best_configs.json`` (the
 ``.best_config`` files of Inductor's cache, keyed by a hash, kept as a cross-check), and ``meta.json``
 (versions, device, shapes, dtype, compile seconds). The model runs under torch.no_grad(), so Inductor
-compiles the inference graph. The compiler-seed extraction (issue 23) is tested on the CPU against
+compiles the inference graph. Its GEMM backends are limited to Triton: where max-autotune would pick
+cuBLAS (which no seed can hold), the recording keeps Inductor's fastest Triton matmul template instead;
+a GEMM with no Triton template ends the recording with exit 3 and says so. The compiler-seed extraction (issue 23) is tested on the CPU against
 such recordings: on the CPU Inductor makes C++, not Triton. One problem per process, so one problem's
 compile cache and autotuning never leak into the next one's.
 """
@@ -39,6 +41,7 @@ def main() -> None:
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(cache)  # fresh: every kernel compiles and autotunes here
 
     import torch
+    import torch._inductor.config as inductor_config
     from torch._inductor.utils import run_and_get_code
 
     from beamsearch.problems import resolve_problem
@@ -50,12 +53,20 @@ def main() -> None:
     spec = RunSpec(problem_path=problem.problem_path, shapes="full", device="cuda", dtype=args.dtype)
     module = load_problem_module(spec)
     instance = instantiate(module, spec, 0)
+    inductor_config.max_autotune_gemm_backends = "TRITON"
     compiled = torch.compile(instance.model, mode="max-autotune-no-cudagraphs")
     start = time.perf_counter()
     # no_grad: the inference graph, as the verifier and timing call the model (a training graph would
     # also return what its backward saves)
-    with torch.no_grad(), observed_graph_args(instance.model) as graph_args:
-        _, codes = run_and_get_code(compiled, *instance.inputs)
+    try:
+        with torch.no_grad(), observed_graph_args(instance.model) as graph_args:
+            _, codes = run_and_get_code(compiled, *instance.inputs)
+    except Exception as e:  # Inductor wraps its own errors; the name is what tells them apart
+        if "NoValidChoicesError" not in f"{type(e).__name__} {e}":
+            raise
+        print("Inductor has no Triton template for a GEMM of this problem (max-autotune would call an extern "
+              "library there): no compiler seed", file=sys.stderr)  # fmt: skip
+        raise SystemExit(3) from e
     torch.cuda.synchronize()
     compile_s = time.perf_counter() - start
 

@@ -1,13 +1,16 @@
 """Record the Triton wrapper Inductor writes for a problem at its SMALL shapes, on a machine with no GPU.
 
-    python scripts/record_inductor_cpu.py --problem P --out DIR [--dtype bf16]
+    python scripts/record_inductor_cpu.py --problem P --out DIR [--dtype bf16] [--max-autotune]
 
 Inductor makes C++ on the CPU unless ``cpu_backend = "triton"``; then it writes Triton kernels and a
 wrapper like the GPU's, but cannot compile them without a Triton CPU backend. This script lets Inductor
 generate the code (standing in a fixed hash for the backend it asks about) and keeps the wrapper's text
 the moment Inductor loads it, before anything compiles. The kernels are Inductor's own, for the small
 shapes, so the compiler seed can be verified end to end with Triton's interpreter. There is no
-autotuning on this path: the recording has no configs, and its tests choose them.
+autotuning on this path: the recording has no configs, and its tests choose them. With ``--max-autotune``
+Inductor also writes its matmul templates (GEMM backends limited to Triton, as scripts/record_inductor.py
+records on a GPU); nothing can be timed here, so each template's first config stands in for the
+autotuner's choice (the template carries its config in its body).
 
 Writes DIR/<problem>/output_code.py, graph_args.json (what each graph argument is: a forward input's
 index or a model value's name) and meta.json (problem, dtype, input shapes, torch version).
@@ -28,9 +31,18 @@ class _Captured(Exception):
     pass
 
 
-def generate(problem: str, dtype: str) -> tuple[str, list[list[int]], list[int | str | None]]:
+def generate(
+    problem: str, dtype: str, max_autotune: bool = False
+) -> tuple[str, list[list[int]], list[int | str | None]]:
     """Inductor's wrapper for ``problem`` at small shapes on the CPU, the problem's input shapes, and what
     each of the graph's arguments is (scripts/inductor_graph_args.py)."""
+    import itertools
+    import os
+    import tempfile
+
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(
+        prefix="inductor-cache-"
+    )  # no earlier choice reused
     import torch
     import torch._inductor.codecache as codecache
     import torch._inductor.config as inductor_config
@@ -42,12 +54,26 @@ def generate(problem: str, dtype: str) -> tuple[str, list[list[int]], list[int |
     from workers.harness.problem_instance import instantiate, load_problem_module
 
     inductor_config.cpu_backend = "triton"
+    if max_autotune:
+        from torch._inductor.select_algorithm import AlgorithmSelectorCache
+
+        inductor_config.max_autotune = True
+        inductor_config.max_autotune_gemm_backends = "TRITON"
+        order = itertools.count(1)  # the first choice benchmarks fastest: nothing can run here to time it
+        AlgorithmSelectorCache.benchmark_choice = classmethod(
+            lambda cls, choice, *args, **kwargs: float(next(order))
+        )
     torch_triton.triton_backend = lambda: None  # no Triton driver here; the hash only keys Inductor's cache
     torch_triton.triton_hash_with_backend = lambda: "0" * 64
     captured: list[str] = []
 
-    def capture(key: str, path: str, *args: object, **kwargs: object) -> None:
-        captured.append(Path(path).read_text())
+    load = codecache.PyCodeCache.load_by_key_path
+
+    def capture(key: str, path: str, *args: object, **kwargs: object) -> object:
+        text = Path(path).read_text()
+        if "def call(" not in text:  # a template's benchmark module, loaded while choosing
+            return load(key, path, *args, **kwargs)
+        captured.append(text)
         raise _Captured
 
     codecache.PyCodeCache.load_by_key_path = capture
@@ -73,18 +99,19 @@ def main() -> None:
     parser.add_argument("--problem", required=True)
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("--dtype", default="bf16", choices=["bf16", "fp16", "fp32"])
+    parser.add_argument("--max-autotune", action="store_true", help="also Inductor's Triton matmul templates")
     args = parser.parse_args()
     import torch
 
     from beamsearch.problems import resolve_problem
 
-    code, shapes, graph_args = generate(args.problem, args.dtype)
+    code, shapes, graph_args = generate(args.problem, args.dtype, args.max_autotune)
     dest = args.out / resolve_problem(args.problem).name
     dest.mkdir(parents=True, exist_ok=True)
     (dest / "output_code.py").write_text(code)
     (dest / "graph_args.json").write_text(json.dumps(graph_args) + "\n")
     meta = {"problem": dest.name, "dtype": args.dtype, "input_shapes": shapes, "shapes": "small",
-            "device": "cpu (code only)", "torch": torch.__version__}  # fmt: skip
+            "device": "cpu (code only)", "torch": torch.__version__, "max_autotune": args.max_autotune}  # fmt: skip
     (dest / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
     print(json.dumps(meta))
 

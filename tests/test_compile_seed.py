@@ -9,7 +9,10 @@ from __future__ import annotations
 import ast
 import importlib.util
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -158,7 +161,7 @@ def test_what_the_seed_cannot_reproduce_is_named() -> None:
     template = code.replace("@triton_heuristics.pointwise(", "@triton_heuristics.template(")
     config = {"triton_poi_fused_gelu_0": {"config": {"XBLOCK": 1024, "num_warps": 4}}}
     assert (
-        "template kernels are not supported"
+        "template kernels with grid type Grid1D are not supported"
         in seed_from_inductor(template, chosen_configs=config).unavailable
     )
 
@@ -213,11 +216,11 @@ def _small_seed(name: str, block: int | dict[str, int], folder: Path) -> str:
     return result.source
 
 
-def _verify(name: str, source: str, folder: Path) -> None:
+def _verify(name: str, source: str, folder: Path, dtype: str = "bf16") -> None:
     path = folder / f"{name}_seed.py"
     path.write_text(source)
     problem = DATA / f"{name}.py" if (DATA / f"{name}.py").is_file() else resolve_problem(name).problem_path
-    spec = RunSpec(problem_path=str(problem), shapes="small", device="cpu", dtype="bf16")
+    spec = RunSpec(problem_path=str(problem), shapes="small", device="cpu", dtype=dtype)
     verdict = verify_kernel(spec, str(path))
     assert verdict.passed, f"{verdict.status}: {verdict.reason}\n{verdict.traceback[-2000:]}"
 
@@ -281,5 +284,99 @@ def test_full_size_seed_passes_verification_on_gpu(name: str, tmp_path: Path) ->
     spec = RunSpec(
         problem_path=resolve_problem(name).problem_path, shapes="full", device="cuda", dtype="bf16"
     )
+    verdict = verify_kernel(spec, str(path))
+    assert verdict.passed, f"{verdict.status}: {verdict.reason}"
+
+
+MATMUL = "2_Standard_matrix_multiplication_"
+TEMPLATE = "triton_tem_fused_mm_0"
+
+
+def test_a_matmul_template_is_a_seed_whose_tiles_are_knobs(tmp_path: Path) -> None:
+    """max-autotune's matmul template (its config in its body, its grid fixed in the launch) becomes a
+    kernel whose tiles are launch knobs and whose grid follows them. A BLOCK_K that does not divide K
+    (100) brings the K masks back (EVEN_K is computed from it), so the moved kernel verifies too."""
+    result = seed_from_recording(SMALL / MATMUL)
+    assert result.available, result.unavailable
+    assert result.configs == {TEMPLATE: {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 8,
+                                         "num_warps": 1, "num_stages": 1}}  # fmt: skip
+    assert "triton.cdiv(70, meta['BLOCK_M']) * triton.cdiv(45, meta['BLOCK_N']), 1, 1)" in result.source
+    assert "EVEN_K : tl.constexpr = 100 % BLOCK_K == 0" in result.source
+    _verify(MATMUL, result.source, tmp_path, dtype="fp32")
+    space = space_of(result.source)
+    assert {d.name for d in space.dims} == {f"{TEMPLATE}:{k}" for k in result.configs[TEMPLATE]}
+    point = {f"{TEMPLATE}:BLOCK_M": 32, f"{TEMPLATE}:BLOCK_N": 64, f"{TEMPLATE}:BLOCK_K": 32,
+             f"{TEMPLATE}:GROUP_M": 16, f"{TEMPLATE}:num_warps": 4, f"{TEMPLATE}:num_stages": 2}  # fmt: skip
+    moved = render(result.source, space, point)
+    assert "BLOCK_M=32, BLOCK_N=64, BLOCK_K=32, GROUP_M=16" in moved
+    _verify(MATMUL, moved, tmp_path, dtype="fp32")
+
+
+def test_a_template_on_another_grid_keeps_its_tiles_and_grid(tmp_path: Path) -> None:
+    """Where the launch's grid is not the matmul's cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N), which tiles the
+    grid follows is unknown: the kernel keeps its body's tiles and the grid as recorded."""
+    code = (
+        (SMALL / MATMUL / "output_code.py")
+        .read_text()
+        .replace("buf0, 15, 1, 1, stream", "buf0, 16, 1, 1, stream")
+    )
+    result = seed_from_inductor(code, graph_args=[0, 1])
+    assert result.available, result.unavailable
+    assert result.configs == {TEMPLATE: {"num_warps": 1, "num_stages": 1}}
+    assert f"{TEMPLATE}[(16, 1, 1)](arg0_1, arg1_1, buf0, num_stages=1, num_warps=1)" in result.source
+    assert "BLOCK_M : tl.constexpr = 16" in result.source
+    two_grids = code.replace("        del arg0_1\n", "        triton_tem_fused_mm_0.run(arg0_1, arg1_1, buf0, 15, 1, 1, "
+                             "stream=raw_streamNone)\n        del arg0_1\n")  # fmt: skip
+    assert "do not pass one fixed grid" in seed_from_inductor(two_grids, graph_args=[0, 1]).unavailable
+
+
+def test_the_template_seed_compiles_for_an_h100(tmp_path: Path) -> None:
+    """Triton's own compiler (no GPU needed to compile) takes the rewritten template for sm_90 at two
+    points, with EVEN_K false (K = 100) and, in a copy whose K is 128, true (no masks along K)."""
+    source = seed_from_recording(SMALL / MATMUL).source
+    path = tmp_path / "seed.py"
+    path.write_text(
+        source.replace("EVEN_K : tl.constexpr = 100 % BLOCK_K", "EVEN_K : tl.constexpr = 128 % BLOCK_K")
+    )
+    script = f"""
+import importlib.util
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+spec = importlib.util.spec_from_file_location("seed", {str(path)!r})
+seed = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(seed)
+kernel = seed.{TEMPLATE}
+for tiles in ({{"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 8}},
+              {{"BLOCK_M": 64, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 16}}):
+    signature = {{"arg_A": "*fp32", "arg_B": "*fp32", "out_ptr0": "*fp32"}} | {{k: "constexpr" for k in tiles}}
+    compiled = triton.compile(ASTSource(fn=kernel, signature=signature, constexprs=tiles),
+                              target=GPUTarget("cuda", 90, 32), options={{"num_warps": 4, "num_stages": 2}})
+    print(tiles["BLOCK_K"], "cubin" in compiled.asm and len(compiled.asm["cubin"]) > 0)
+"""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["TRITON_CACHE_DIR"] = str(tmp_path / "triton-cache")
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["16", "True", "32", "True"]
+
+
+@pytest.mark.gpu
+def test_the_matmul_seed_is_recorded_from_a_template_and_verified_on_gpu(tmp_path: Path) -> None:
+    """Recorded now with the GEMM backends limited to Triton: the full-size matmul's seed is Inductor's
+    template with its tiles as knobs, and it verifies (max-autotune alone would have called cuBLAS)."""
+    from workers.actor.task import compiler_seed
+
+    spec = RunSpec(
+        problem_path=resolve_problem(MATMUL).problem_path, shapes="full", device="cuda", dtype="bf16"
+    )
+    result = compiler_seed(spec, None)
+    assert result.available, result.unavailable
+    assert any(name.startswith("triton_tem_") for name in result.kernels), result.kernels
+    assert any("BLOCK_K" in config for config in result.configs.values()), result.configs
+    path = tmp_path / "seed.py"
+    path.write_text(result.source)
     verdict = verify_kernel(spec, str(path))
     assert verdict.passed, f"{verdict.status}: {verdict.reason}"

@@ -16,7 +16,9 @@ dropped where blocks divide them), so a seed is valid only at the recorded input
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +38,9 @@ from workers.proposers.inductor_code import (
 LAUNCH_OPTIONS = ("num_warps", "num_stages")
 # Grid types Inductor launches as cdiv(numel, BLOCK) per axis; the axis order is Inductor's (x, y, z).
 GRID_AXES = {"Grid1D": ("x",), "Grid2D": ("x", "y"), "Grid3D": ("x", "y", "z")}
+# A template (max-autotune's matmul) fixes its config in its body; these tile constexprs become launch
+# knobs when its grid is the matmul's cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N) programs (GROUP_M only orders them).
+TEMPLATE_KNOBS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M")
 
 
 class SeedResult(Record):
@@ -124,12 +129,19 @@ def _build(
     launched = list(dict.fromkeys(s.kernel for s in module.call.steps if isinstance(s, Launch)))
     if not launched:
         raise InductorCodeError("Inductor's call() launches no Triton kernel")
-    axes = {name: _grid_axes(module.kernels[name]) for name in launched}
-    configs, notes = _configs_for(module, chosen_configs, best_configs)
+    templates = [name for name in launched if module.kernels[name].heuristics == "template"]
+    axes = {name: _grid_axes(module.kernels[name]) for name in launched if name not in templates}
+    configs, notes = _configs_for(module, chosen_configs, best_configs, skip=templates)
+    launches: dict[str, tuple[str, list[str]]] = {}
+    for name in templates:
+        kernel, grid, configs[name] = _template(module.kernels[name], _template_grid(module, name))
+        module = dataclasses.replace(module, kernels={**module.kernels, name: kernel})
+        launches[name] = grid, [f"{k}={v}" for k, v in configs[name].items()]
+    configs = {name: configs[name] for name in launched}
     if graph_args is None and input_shapes is not None:
         graph_args = _inputs_by_shape(module, input_shapes)
     signature, renames = _signature(module.call.args, graph_args)
-    launches = {name: _launch_source(module.kernels[name], axes[name], configs[name]) for name in launched}
+    launches |= {name: _launch_source(module.kernels[name], axes[name], configs[name]) for name in axes}
     outputs = module.call.outputs
     if module.training_forward and len(outputs) > 1:
         notes.append(f"a training forward graph: kernel_function returns its first of {len(outputs)} outputs "
@@ -151,10 +163,12 @@ def _read_json(path: Path) -> dict[str, Any] | None:
 
 
 def _configs_for(
-    module: InductorModule, chosen: dict[str, Any], best: dict[str, Any]
+    module: InductorModule, chosen: dict[str, Any], best: dict[str, Any], skip: list[str]
 ) -> tuple[dict[str, dict[str, int]], list[str]]:
-    """Each launched kernel's config as ints: its constexprs plus num_warps/num_stages."""
-    launched = list(dict.fromkeys(s.kernel for s in module.call.steps if isinstance(s, Launch)))
+    """Each launched kernel's config as ints: its constexprs plus num_warps/num_stages. ``skip``: kernels
+    whose config is their own (templates)."""
+    launched = [s.kernel for s in module.call.steps if isinstance(s, Launch) and s.kernel not in skip]
+    launched = list(dict.fromkeys(launched))
     found: dict[str, dict[str, Any]] = {}
     notes: list[str] = []
     for name in launched:
@@ -225,6 +239,65 @@ def _signature(args: list[str], graph_args: list[int | str] | None) -> tuple[lis
     values = [(g, a) for g, a in zip(graph_args, args, strict=True) if isinstance(g, str)]
     renames = {a: f"input{g}" for g, a in inputs} | {a: g for g, a in values}
     return [renames[a] for _, a in inputs] + [g for g, _ in values], renames
+
+
+def _template_grid(module: InductorModule, name: str) -> tuple[int, int, int]:
+    """The fixed grid every launch of template ``name`` passes after the kernel's own arguments."""
+    kernel = module.kernels[name]
+    if kernel.grid_type != "FixedGrid":
+        raise InductorCodeError(f"kernel {name}: Inductor's template kernels with grid type {kernel.grid_type} "
+                                "are not supported")  # fmt: skip
+    n = len(kernel.runtime_params)
+    grids = {step.args[n:] for step in module.call.steps if isinstance(step, Launch) and step.kernel == name}
+    if len(grids) != 1 or not all(len(g) == 3 and all(a.isdigit() for a in g) for g in grids):
+        raise InductorCodeError(f"kernel {name}: its launches do not pass one fixed grid of three ints "
+                                f"after its {n} arguments ({sorted(grids)})")  # fmt: skip
+    x, y, z = (int(a) for a in grids.pop())
+    return x, y, z
+
+
+def _template(kernel: TritonKernel, grid: tuple[int, int, int]) -> tuple[TritonKernel, str, dict[str, int]]:
+    """A template kernel, its grid's source and its config. Where the grid is the matmul's, its tiles
+    become constexpr parameters (launch knobs, the grid following them); otherwise the kernel keeps its
+    fixed grid and tiles, and only num_warps and num_stages are knobs."""
+    config = dict(kernel.options)
+    tiles, sizes = kernel.body_constexprs, kernel.body_ints
+    m, n = sizes.get("M"), sizes.get("N")
+    matmul_grid = ({"BLOCK_M", "BLOCK_N"} <= tiles.keys() and m is not None and n is not None
+                   and grid[0] == -(-m // tiles["BLOCK_M"]) * -(-n // tiles["BLOCK_N"]))  # fmt: skip
+    source = kernel.jit_source
+    lifted = [k for k in TEMPLATE_KNOBS if k in tiles] if matmul_grid else []
+    if "BLOCK_K" in lifted:
+        source, even_k = _even_k_follows_block_k(source, sizes.get("K"))
+        if not even_k:
+            lifted.remove("BLOCK_K")
+    signature = re.search(rf"^def {kernel.name}\((.*)\):$", source, re.MULTILINE)
+    if not lifted or signature is None:
+        return kernel, repr(grid), config
+    for knob in lifted:
+        source, found = re.subn(
+            rf"^[ \t]+{knob}\s*:\s*tl\.constexpr\s*=\s*\d+[ \t]*\n", "", source, flags=re.MULTILINE
+        )
+        if found != 1:
+            return kernel, repr(grid), config
+    params = signature.group(1) + "".join(f", {k} : tl.constexpr" for k in lifted)
+    source = source.replace(signature.group(0), f"def {kernel.name}({params}):", 1)
+    lifted_kernel = dataclasses.replace(kernel, jit_source=source, params=(*kernel.params, *lifted),
+                                        constexprs=(*kernel.constexprs, *lifted))  # fmt: skip
+    grid_source = (f"lambda meta: (triton.cdiv({m}, meta['BLOCK_M']) * triton.cdiv({n}, meta['BLOCK_N']), "
+                   f"{grid[1]}, {grid[2]})")  # fmt: skip
+    return lifted_kernel, grid_source, {k: tiles[k] for k in lifted} | config
+
+
+def _even_k_follows_block_k(source: str, k: int | None) -> tuple[str, bool]:
+    """``source`` with its ``EVEN_K`` (no masks along K) computed from BLOCK_K, so a BLOCK_K the tuner
+    picks that does not divide K brings the masks back; False where that cannot be written."""
+    even = re.compile(r"^([ \t]+)EVEN_K\s*:\s*tl\.constexpr\s*=\s*(True|False)[ \t]*$", re.MULTILINE)
+    if not even.search(source):
+        return source, "EVEN_K" not in source  # no EVEN_K: the K loop masks whatever BLOCK_K is
+    if k is None:
+        return source, False
+    return even.sub(rf"\g<1>EVEN_K : tl.constexpr = {k} % BLOCK_K == 0", source, count=1), True
 
 
 def _grid_axes(kernel: TritonKernel) -> tuple[str, ...]:
@@ -330,14 +403,17 @@ def _device_functions(kernels: list[TritonKernel]) -> dict[str, str]:
 
 
 def _launch_line(kernel: TritonKernel, launch: Launch, grid: str, keywords: list[str]) -> str:
-    if len(launch.args) != len(kernel.runtime_params):
+    args = (
+        launch.args[: len(launch.args) - 3] if kernel.heuristics == "template" else launch.args
+    )  # less its grid
+    if len(args) != len(kernel.runtime_params):
         raise InductorCodeError(f"kernel {kernel.name} takes {len(kernel.runtime_params)} arguments, "
-                                f"call() passes {len(launch.args)}")  # fmt: skip
-    values = dict(zip(kernel.runtime_params, launch.args, strict=True))
+                                f"call() passes {len(args)}")  # fmt: skip
+    values = dict(zip(kernel.runtime_params, args, strict=True))
     for name, value in values.items():
         if name.endswith("numel"):
             grid = grid.replace("{" + name + "}", value)
-    return f"    {kernel.name}[{grid}]({', '.join([*launch.args, *keywords])})"
+    return f"    {kernel.name}[{grid}]({', '.join([*args, *keywords])})"
 
 
 _CHECK_SOURCE = """def _check_shapes(**tensors):

@@ -10,8 +10,6 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-# Inductor's heuristics decorators whose launch this module knows how to write without the runtime.
-SUPPORTED_HEURISTICS = ("pointwise", "reduction", "persistent_reduction")
 # Kernel-side names Inductor imports into every Triton kernel module.
 HELPER_NAMES = ("triton_helpers", "libdevice", "tl_math")
 NEXT_MODULE_MARK = "# ---- next module ----"  # how scripts/record_inductor.py joins several graphs
@@ -36,6 +34,11 @@ class TritonKernel:
     helpers: frozenset[str]  # which of HELPER_NAMES the body uses
     loops: bool  # whether the body loops (num_stages only matters then)
     unmasked: frozenset[str]  # axes ("x", "r0_") whose mask Inductor set all-true: its blocks divide them
+    # the launch options its decorator fixes (a template's num_warps and num_stages: it has one config)
+    options: dict[str, int] = field(default_factory=dict)
+    body_ints: dict[str, int] = field(
+        default_factory=dict
+    )  # sizes the body assigns as literals (``M = 2048``)
 
     @property
     def runtime_params(self) -> tuple[str, ...]:
@@ -128,12 +131,13 @@ def parse_triton_kernel(name: str, source: str) -> TritonKernel:
     fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
     if fn is None:
         raise InductorCodeError(f"kernel {name}: no function of that name in its source")
-    heuristics, grid_type = "", None
+    heuristics, grid_type, options = "", None, {}
     for deco in fn.decorator_list:
         target = deco.func if isinstance(deco, ast.Call) else deco
         if isinstance(target, ast.Attribute) and ast.unparse(target.value) == "triton_heuristics":
             heuristics = target.attr
             grid_type = _meta_value(deco, "inductor_meta", "grid_type")
+            options = _int_keywords(deco, ("num_warps", "num_stages"))
     args = fn.args.args
     constexprs = tuple(
         a.arg for a in args if a.annotation is not None and ast.unparse(a.annotation).endswith("constexpr")
@@ -157,7 +161,7 @@ def parse_triton_kernel(name: str, source: str) -> TritonKernel:
         device_functions=device_functions,
         helpers=frozenset(h for h in HELPER_NAMES if h in used),
         loops=any(isinstance(n, (ast.For, ast.While)) for n in ast.walk(fn)),
-        unmasked=_unmasked_axes(fn),
+        unmasked=_unmasked_axes(fn), options=options, body_ints=_body_ints(fn),
     )  # fmt: skip
 
 
@@ -195,6 +199,23 @@ def _meta_value(deco: ast.expr, meta: str, key: str) -> str | None:
                 if isinstance(k, ast.Constant) and k.value == key and isinstance(v, ast.Constant):
                     return v.value
     return None
+
+
+def _int_keywords(deco: ast.expr, names: tuple[str, ...]) -> dict[str, int]:
+    """The decorator's keywords of ``names`` that are int literals."""
+    if not isinstance(deco, ast.Call):
+        return {}
+    return {kw.arg: kw.value.value for kw in deco.keywords
+            if kw.arg in names and isinstance(kw.value, ast.Constant) and type(kw.value.value) is int}  # fmt: skip
+
+
+def _body_ints(fn: ast.FunctionDef) -> dict[str, int]:
+    found = {}
+    for node in fn.body:
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                and isinstance(node.value, ast.Constant) and type(node.value.value) is int):  # fmt: skip
+            found[node.targets[0].id] = node.value.value
+    return found
 
 
 def _body_constexprs(fn: ast.FunctionDef) -> dict[str, int]:
