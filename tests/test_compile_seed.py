@@ -294,14 +294,14 @@ TEMPLATE = "triton_tem_fused_mm_0"
 
 def test_a_matmul_template_is_a_seed_whose_tiles_are_knobs(tmp_path: Path) -> None:
     """max-autotune's matmul template (its config in its body, its grid fixed in the launch) becomes a
-    kernel whose tiles are launch knobs and whose grid follows them. A BLOCK_K that does not divide K
-    (100) brings the K masks back (EVEN_K is computed from it), so the moved kernel verifies too."""
+    kernel whose tiles are launch knobs and whose grid follows them. Its first BLOCK_K (16) does not divide
+    K (100), so Inductor wrote the masks along K into the text: any BLOCK_K verifies."""
     result = seed_from_recording(SMALL / MATMUL)
     assert result.available, result.unavailable
     assert result.configs == {TEMPLATE: {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 8,
                                          "num_warps": 1, "num_stages": 1}}  # fmt: skip
     assert "triton.cdiv(70, meta['BLOCK_M']) * triton.cdiv(45, meta['BLOCK_N']), 1, 1)" in result.source
-    assert "EVEN_K : tl.constexpr = 100 % BLOCK_K == 0" in result.source
+    assert "EVEN_K : tl.constexpr = False" in result.source and "static_assert" not in result.source
     _verify(MATMUL, result.source, tmp_path, dtype="fp32")
     space = space_of(result.source)
     assert {d.name for d in space.dims} == {f"{TEMPLATE}:{k}" for k in result.configs[TEMPLATE]}
@@ -330,29 +330,68 @@ def test_a_template_on_another_grid_keeps_its_tiles_and_grid(tmp_path: Path) -> 
     assert "do not pass one fixed grid" in seed_from_inductor(two_grids, graph_args=[0, 1]).unavailable
 
 
+def _seed_with(folder: Path, tiles: dict[str, int], tmp_path: Path) -> str:
+    """The recording's seed with its template's tiles moved as the tuner moves them."""
+    source = seed_from_recording(folder).source
+    space = space_of(source)
+    name = next(d.name.split(":")[0] for d in space.dims)
+    return render(source, space, {f"{name}:{k}": v for k, v in tiles.items()})
+
+
+def test_where_inductor_left_out_the_k_masks_a_block_k_must_divide_k(tmp_path: Path) -> None:
+    """K = 80: the first BLOCK_K (16) divides it, so the mm template's text has no masks along K at all
+    (Inductor's EVEN_K is decided when it writes the kernel). The seed asserts that BLOCK_K divides K:
+    a BLOCK_K of 32 is refused instead of reading past K, while other tiles still move."""
+    folder = SMALL / "matmul_even_k_problem"
+    problem = "matmul_even_k_problem"
+    source = seed_from_recording(folder).source
+    assert "tl.static_assert(80 % BLOCK_K == 0" in source
+    _verify(problem, _seed_with(folder, {"BLOCK_M": 32, "BLOCK_N": 64}, tmp_path), tmp_path, dtype="fp32")
+    path = tmp_path / "k32.py"
+    path.write_text(_seed_with(folder, {"BLOCK_K": 32}, tmp_path))
+    spec = RunSpec(problem_path=str(DATA / f"{problem}.py"), shapes="small", device="cpu", dtype="fp32")
+    verdict = verify_kernel(spec, str(path))
+    assert not verdict.passed and "BLOCK_K must divide 80" in verdict.reason, verdict.reason
+
+
+def test_a_bmm_template_computes_even_k_from_block_k_and_keeps_its_batch_axis(tmp_path: Path) -> None:
+    """The bmm template branches on EVEN_K inside the kernel, so EVEN_K follows BLOCK_K; its grid's batch
+    axis (3) stays as recorded. A BLOCK_K that does not divide K takes the masked branch and verifies."""
+    folder = SMALL / "bmm_even_k_problem"
+    source = seed_from_recording(folder).source
+    assert "EVEN_K : tl.constexpr = 80 % BLOCK_K == 0" in source and "static_assert" not in source
+    assert "triton.cdiv(70, meta['BLOCK_M']) * triton.cdiv(45, meta['BLOCK_N']), 3, 1)" in source
+    _verify("bmm_even_k_problem", source, tmp_path, dtype="fp32")
+    moved = _seed_with(folder, {"BLOCK_K": 32, "BLOCK_M": 32}, tmp_path)
+    _verify("bmm_even_k_problem", moved, tmp_path, dtype="fp32")
+
+
 def test_the_template_seed_compiles_for_an_h100(tmp_path: Path) -> None:
-    """Triton's own compiler (no GPU needed to compile) takes the rewritten template for sm_90 at two
-    points, with EVEN_K false (K = 100) and, in a copy whose K is 128, true (no masks along K)."""
-    source = seed_from_recording(SMALL / MATMUL).source
-    path = tmp_path / "seed.py"
-    path.write_text(
-        source.replace("EVEN_K : tl.constexpr = 100 % BLOCK_K", "EVEN_K : tl.constexpr = 128 % BLOCK_K")
-    )
+    """Triton's own compiler (no GPU needed to compile) takes the rewritten templates for sm_90: the
+    masked one at two points, the unmasked one at a BLOCK_K that divides K, and refuses the unmasked one
+    at a BLOCK_K that does not, naming why."""
+    masked, unmasked = tmp_path / "masked.py", tmp_path / "unmasked.py"
+    masked.write_text(seed_from_recording(SMALL / MATMUL).source)
+    unmasked.write_text(seed_from_recording(SMALL / "matmul_even_k_problem").source)
     script = f"""
 import importlib.util
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
-spec = importlib.util.spec_from_file_location("seed", {str(path)!r})
-seed = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(seed)
-kernel = seed.{TEMPLATE}
-for tiles in ({{"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 8}},
-              {{"BLOCK_M": 64, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 16}}):
+def compiles(path, tiles):
+    spec = importlib.util.spec_from_file_location(path.replace("/", "_"), path)
+    seed = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(seed)
     signature = {{"arg_A": "*fp32", "arg_B": "*fp32", "out_ptr0": "*fp32"}} | {{k: "constexpr" for k in tiles}}
-    compiled = triton.compile(ASTSource(fn=kernel, signature=signature, constexprs=tiles),
-                              target=GPUTarget("cuda", 90, 32), options={{"num_warps": 4, "num_stages": 2}})
-    print(tiles["BLOCK_K"], "cubin" in compiled.asm and len(compiled.asm["cubin"]) > 0)
+    try:
+        triton.compile(ASTSource(fn=seed.{TEMPLATE}, signature=signature, constexprs=tiles),
+                       target=GPUTarget("cuda", 90, 32), options={{"num_warps": 4, "num_stages": 2}})
+    except Exception as e:
+        return "refused" if "must divide 80" in str(e) else "failed"
+    return "compiled"
+tiles = {{"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 8}}
+print(compiles({str(masked)!r}, tiles), compiles({str(masked)!r}, tiles | {{"BLOCK_M": 64, "BLOCK_K": 32}}))
+print(compiles({str(unmasked)!r}, tiles), compiles({str(unmasked)!r}, tiles | {{"BLOCK_K": 32}}))
 """
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["TRITON_CACHE_DIR"] = str(tmp_path / "triton-cache")
@@ -360,7 +399,7 @@ for tiles in ({{"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 8}},
         [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.split() == ["16", "True", "32", "True"]
+    assert done.stdout.split() == ["compiled", "compiled", "compiled", "refused"], done.stdout
 
 
 @pytest.mark.gpu

@@ -265,8 +265,11 @@ def _template(kernel: TritonKernel, grid: tuple[int, int, int]) -> tuple[TritonK
     m, n = sizes.get("M"), sizes.get("N")
     matmul_grid = ({"BLOCK_M", "BLOCK_N"} <= tiles.keys() and m is not None and n is not None
                    and grid[0] == -(-m // tiles["BLOCK_M"]) * -(-n // tiles["BLOCK_N"]))  # fmt: skip
+    # constexprs Inductor derives from the tiles (a persistent template's NUM_SMS, scaled mm's
+    # MIN_BLOCK_TILE_*) would go stale if the tiles moved
+    derived = [k for k in tiles if k not in TEMPLATE_KNOBS and ("BLOCK" in k or "SMS" in k)]
     source = kernel.jit_source
-    lifted = [k for k in TEMPLATE_KNOBS if k in tiles] if matmul_grid else []
+    lifted = [k for k in TEMPLATE_KNOBS if k in tiles] if matmul_grid and not derived else []
     if "BLOCK_K" in lifted:
         source, even_k = _even_k_follows_block_k(source, sizes.get("K"))
         if not even_k:
@@ -290,14 +293,26 @@ def _template(kernel: TritonKernel, grid: tuple[int, int, int]) -> tuple[TritonK
 
 
 def _even_k_follows_block_k(source: str, k: int | None) -> tuple[str, bool]:
-    """``source`` with its ``EVEN_K`` (no masks along K) computed from BLOCK_K, so a BLOCK_K the tuner
-    picks that does not divide K brings the masks back; False where that cannot be written."""
-    even = re.compile(r"^([ \t]+)EVEN_K\s*:\s*tl\.constexpr\s*=\s*(True|False)[ \t]*$", re.MULTILINE)
-    if not even.search(source):
+    """``source`` made safe for any BLOCK_K the tuner picks, and whether it could be. Inductor's matmul
+    template decides ``EVEN_K`` (BLOCK_K divides K) when it writes the kernel: true, the text has no masks
+    along K, so the kernel gets a static assert that BLOCK_K divides K (a tile that does not is refused
+    when it compiles instead of reading past K); false, the masks are in the text and any BLOCK_K is
+    safe. Where the kernel itself branches on ``EVEN_K`` (bmm), it is computed from BLOCK_K."""
+    definition = re.compile(r"^([ \t]+)EVEN_K\s*:\s*tl\.constexpr\s*=\s*(True|False)[ \t]*$", re.MULTILINE)
+    found = definition.search(source)
+    if found is None:
         return source, "EVEN_K" not in source  # no EVEN_K: the K loop masks whatever BLOCK_K is
     if k is None:
         return source, False
-    return even.sub(rf"\g<1>EVEN_K : tl.constexpr = {k} % BLOCK_K == 0", source, count=1), True
+    indent, even = found.group(1), found.group(2) == "True"
+    if len(re.findall(r"\bEVEN_K\b", source)) > 1:  # read by the kernel: let it follow BLOCK_K
+        line = f"{indent}EVEN_K : tl.constexpr = {k} % BLOCK_K == 0"
+    elif even:
+        line = (f"{found.group(0)}\n{indent}tl.static_assert({k} % BLOCK_K == 0, "
+                f"'Inductor wrote this kernel without masks along K: BLOCK_K must divide {k}')")  # fmt: skip
+    else:
+        return source, True
+    return source[: found.start()] + line + source[found.end() :], True
 
 
 def _grid_axes(kernel: TritonKernel) -> tuple[str, ...]:
