@@ -366,6 +366,17 @@ def test_a_bmm_template_computes_even_k_from_block_k_and_keeps_its_batch_axis(tm
     _verify("bmm_even_k_problem", moved, tmp_path, dtype="fp32")
 
 
+def test_an_addmm_template_takes_the_bias_and_relu_and_the_model_values(tmp_path: Path) -> None:
+    """nn.Linear then relu: one addmm template with its epilogue, bound to the model's weight and bias."""
+    result = seed_from_recording(SMALL / "linear_relu_problem")
+    assert result.available, result.unavailable
+    assert result.kernels == ["triton_tem_fused_addmm_relu_t_0"]
+    assert "def kernel_function(input0, weight, bias):" in result.source
+    _verify("linear_relu_problem", result.source, tmp_path, dtype="fp32")
+    moved = _seed_with(SMALL / "linear_relu_problem", {"BLOCK_M": 32, "BLOCK_N": 64, "BLOCK_K": 32}, tmp_path)
+    _verify("linear_relu_problem", moved, tmp_path, dtype="fp32")
+
+
 def test_the_template_seed_compiles_for_an_h100(tmp_path: Path) -> None:
     """Triton's own compiler (no GPU needed to compile) takes the rewritten templates for sm_90: the
     masked one at two points, the unmasked one at a BLOCK_K that divides K, and refuses the unmasked one
