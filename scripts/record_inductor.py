@@ -86,7 +86,8 @@ def main() -> None:
     shapes = [list(t.shape) for t in instance.inputs if isinstance(t, torch.Tensor)]
     meta = {"problem": problem.name, "dtype": args.dtype, "input_shapes": shapes, "compile_s": round(compile_s, 2),
             "device": torch.cuda.get_device_name(), "torch": torch.__version__,
-            "triton": __import__("triton").__version__, "kernels_with_best_config": len(best),
+            "triton": __import__("triton").__version__, "gemm_backends": inductor_config.max_autotune_gemm_backends,
+            "kernels_with_best_config": len(best),
             "kernels": {name: k["config"] for name, k in chosen.items()}}  # fmt: skip
     (dest / "meta.json").write_text(json.dumps(meta, indent=1))
     print(json.dumps(meta))
