@@ -40,9 +40,8 @@ def generate(
     import os
     import tempfile
 
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(
-        prefix="inductor-cache-"
-    )  # no earlier choice reused
+    # a fresh cache: no choice from an earlier recording is reused
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="inductor-cache-")
     import torch
     import torch._inductor.codecache as codecache
     import torch._inductor.config as inductor_config
@@ -72,9 +71,8 @@ def generate(
 
     def capture(key: str, path: str, *args: object, **kwargs: object) -> object:
         text = Path(path).read_text()
-        if (
-            "class Runner" not in text
-        ):  # a template's or an epilogue's benchmark module, loaded while choosing
+        # not the wrapper: a template's or an epilogue's benchmark module, loaded while choosing
+        if "class Runner" not in text:
             return load(key, path, *args, **kwargs)
         captured.append(text)
         raise _Captured

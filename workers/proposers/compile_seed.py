@@ -418,9 +418,9 @@ def _device_functions(kernels: list[TritonKernel]) -> dict[str, str]:
 
 
 def _launch_line(kernel: TritonKernel, launch: Launch, grid: str, keywords: list[str]) -> str:
-    args = (
-        launch.args[: len(launch.args) - 3] if kernel.heuristics == "template" else launch.args
-    )  # less its grid
+    args = launch.args
+    if kernel.heuristics == "template":
+        args = args[: len(args) - 3]  # less its fixed grid, which the launch's grid source holds
     if len(args) != len(kernel.runtime_params):
         raise InductorCodeError(f"kernel {kernel.name} takes {len(kernel.runtime_params)} arguments, "
                                 f"call() passes {len(args)}")  # fmt: skip

@@ -36,9 +36,8 @@ class TritonKernel:
     unmasked: frozenset[str]  # axes ("x", "r0_") whose mask Inductor set all-true: its blocks divide them
     # the launch options its decorator fixes (a template's num_warps and num_stages: it has one config)
     options: dict[str, int] = field(default_factory=dict)
-    body_ints: dict[str, int] = field(
-        default_factory=dict
-    )  # sizes the body assigns as literals (``M = 2048``)
+    # sizes the body assigns as literals (``M = 2048``)
+    body_ints: dict[str, int] = field(default_factory=dict)
 
     @property
     def runtime_params(self) -> tuple[str, ...]:
