@@ -10,8 +10,9 @@ forward input's index or a model value's name, see inductor_graph_args.py), ``be
 (versions, device, shapes, dtype, compile seconds). The model runs under torch.no_grad(), so Inductor
 compiles the inference graph. Its GEMM backends are limited to Triton: where max-autotune would pick
 cuBLAS (which no seed can hold), the recording keeps Inductor's fastest Triton matmul template instead;
-a GEMM with no Triton template ends the recording with exit 3 and says so. The compiler-seed extraction (issue 23) is tested on the CPU against
-such recordings: on the CPU Inductor makes C++, not Triton. One problem per process, so one problem's
+a GEMM with no Triton template ends the recording with exit 3 and says so. The compiler-seed
+extraction (issue 23) is tested on the CPU against such recordings: on the CPU Inductor makes C++, not
+Triton. One problem per process, so one problem's
 compile cache and autotuning never leak into the next one's.
 """
 

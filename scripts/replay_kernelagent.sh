@@ -19,18 +19,18 @@ PROBLEMS=${*:-04_Matrix_vector_multiplication 36_RMSNorm 43_Max_Pooling_3D \
 LIMIT_S=${LIMIT_S:-400}
 mkdir -p "$OUT"
 : > "$OUT/replays.txt"
+search() {  # $1: the problem, $2: its starting kernel
+  rm -rf "${OUT:?}/$1"
+  # shellcheck disable=SC2086  # RUN_ARGS is a list of options
+  timeout -s INT "$LIMIT_S" python -m beamsearch.run --problem "$1" --kernel "$2" --replay "$KA/$1" \
+    --no-compiler-seed --baselines "" --quiet --out "$OUT/$1" ${RUN_ARGS:-} >> "$OUT/$1.log" 2>&1
+}
 for p in $PROBLEMS; do
-  search() {  # $1: the starting kernel
-    rm -rf "${OUT:?}/$p"
-    # shellcheck disable=SC2086  # RUN_ARGS is a list of options
-    timeout -s INT "$LIMIT_S" python -m beamsearch.run --problem "$p" --kernel "$1" --replay "$KA/$p" \
-      --no-compiler-seed --baselines "" --quiet --out "$OUT/$p" ${RUN_ARGS:-} >> "$OUT/$p.log" 2>&1
-  }
   : > "$OUT/$p.log"
-  search "$KA/$p/input_kernel.py"
+  search "$p" "$KA/$p/input_kernel.py"
   if grep -q "the starting kernel cannot be the search's first parent" "$OUT/$p.log"; then
     echo "KernelAgent's input kernel was refused (above); starting from the bundled input kernel" >> "$OUT/$p.log"
-    search "artifacts/$p/input_kernel.py"
+    search "$p" "artifacts/$p/input_kernel.py"
   fi
   python -m beamsearch.bench --problem "$p" --json --baselines eager compile-max-autotune \
     --kernel "$OUT/$p/optimized_kernel_beam_search.py" "$KA/$p/optimized_kernel_beam_search.py" \

@@ -131,7 +131,7 @@ def _build(
         raise InductorCodeError("Inductor's call() launches no Triton kernel")
     templates = [name for name in launched if module.kernels[name].heuristics == "template"]
     axes = {name: _grid_axes(module.kernels[name]) for name in launched if name not in templates}
-    configs, notes = _configs_for(module, chosen_configs, best_configs, skip=templates)
+    configs, notes = _configs_for(module, list(axes), chosen_configs, best_configs)
     launches: dict[str, tuple[str, list[str]]] = {}
     for name in templates:
         kernel, grid, configs[name] = _template(module.kernels[name], _template_grid(module, name))
@@ -163,12 +163,10 @@ def _read_json(path: Path) -> dict[str, Any] | None:
 
 
 def _configs_for(
-    module: InductorModule, chosen: dict[str, Any], best: dict[str, Any], skip: list[str]
+    module: InductorModule, launched: list[str], chosen: dict[str, Any], best: dict[str, Any]
 ) -> tuple[dict[str, dict[str, int]], list[str]]:
-    """Each launched kernel's config as ints: its constexprs plus num_warps/num_stages. ``skip``: kernels
-    whose config is their own (templates)."""
-    launched = [s.kernel for s in module.call.steps if isinstance(s, Launch) and s.kernel not in skip]
-    launched = list(dict.fromkeys(launched))
+    """The config of each of the ``launched`` kernels (all but templates, whose config is their own) as
+    ints: its constexprs plus num_warps/num_stages."""
     found: dict[str, dict[str, Any]] = {}
     notes: list[str] = []
     for name in launched:
