@@ -38,7 +38,8 @@ def plan_round(state: BeamState, round_: int) -> list[Task]:
 
     While the beam holds fewer parents than its width (round 1 has only the input), the round's tasks are
     shared out over the parents there are, each taking more directions: every round keeps the
-    fan-out the workers were sized for."""
+    fan-out the workers were sized for. A replay's task takes the recorded round's kernel of its place in
+    the round: those kernels belong to no parent, and two parents' first tasks would replay the same one."""
     config = state.config
     history = state.history[-HISTORY_IN_TASK:]
     parents = state.beam[: config.beam_width]
@@ -46,8 +47,9 @@ def plan_round(state: BeamState, round_: int) -> list[Task]:
     tasks = []
     for p, parent in enumerate(parents):
         for direction in range(count // n + (p < count % n)):
-            tasks.append(Task(id=f"r{round_}-t{len(tasks)}", round=round_, direction=direction, parent=parent,
-                              spec=state.spec, config=config, floor=state.floor, history=history))
+            tasks.append(Task(id=f"r{round_}-t{len(tasks)}", round=round_, parent=parent, spec=state.spec,
+                              direction=len(tasks) if config.replay else direction,
+                              config=config, floor=state.floor, history=history))  # fmt: skip
     return tasks
 
 

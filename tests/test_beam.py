@@ -59,6 +59,14 @@ def test_a_short_beam_shares_the_rounds_tasks_out_over_the_parents_it_has() -> N
         ("a", 0), ("a", 1), ("a", 2), ("b", 0), ("b", 1), ("b", 2), ("c", 0), ("c", 1)]
 
 
+def test_a_replays_tasks_each_take_their_own_recorded_kernel() -> None:
+    """A recorded round's kernels belong to no parent: each task replays the one of its place in the round,
+    so two parents' first tasks do not both replay the first kernel."""
+    state = _state([_entry("a", 1.0), _entry("b", 2.0, SOURCE + "\n#b")], beam_width=2, directions=2,
+                   replay="/recorded/run")  # fmt: skip
+    assert [(t.parent.id, t.direction) for t in plan_round(state, 3)] == [("a", 0), ("a", 1), ("b", 2), ("b", 3)]
+
+
 def _result(id_: str, ms: float | None, source: str, status: str = "ok", compiled: str | None = None) -> TaskResult:
     from beamsearch.schema import Timing
 

@@ -508,8 +508,9 @@ def diagnose(parent: BeamEntry, profile: Profile | None, roofline: Roofline | No
 
 def propose(task: Task, diagnosis: Diagnosis, llm: LLMProposer | None) -> list[Kernel]:
     """The task's proposals: direction d is the d-th bottleneck for a model (every new kernel of its reply,
-    the first the task's own), the d-th recorded kernel for a replay. The offline optimiser's tasks, and
-    those of kernels handed back, carry their kernel (``Task.kernel``, planned by the driver)."""
+    the first the task's own), the d-th recorded kernel for a replay (d: the task's place in its round,
+    ``plan_round``). The offline optimiser's tasks, and those of kernels handed back, carry their kernel
+    (``Task.kernel``, planned by the driver)."""
     config, d = task.config, task.direction
     if llm is not None:
         return llm.propose(task.parent.kernel, diagnosis, task.history, direction=d,
