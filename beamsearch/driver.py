@@ -8,8 +8,9 @@ was cut short, and runs only the tasks that are missing.
 Without a model or a replay the round's candidates come from the offline optimiser (``Optimiser``): as
 many as the workers can take, planned here from the searchers of the beam's knob spaces, each result fed
 back to its searcher. The run stops after its rounds, its budget (candidates or minutes), or when every
-searcher's space is exhausted. With a model or a replay a round is a portfolio: the model's tasks, and as
-many knob variants of the model's kernels in the beam (none in a round whose beam holds none).
+searcher's space is exhausted. With a model or a replay a round is a portfolio: the model's tasks, and knob
+variants of the model's kernels in the beam for the workers' other places, at least one a model task
+(none in a round whose beam holds none).
 
 A model's reply may hold several kernels: its task tries the first and hands the others back, and each
 becomes a task of its own (``Handback``), in the same round while it has places, else the next.
@@ -246,7 +247,10 @@ class Driver:
         if proposing:  # a portfolio: the model's ideas, and the knobs of the kernels it made that the beam kept
             planned_now = plan_round(self.state, round_)[:new]
             model_tasks = len(carried) + len(planned_now)
-            tuning = self._more_within_budget(model_tasks, model_tasks)
+            # the places the workers have beyond the model's tasks go to knob variants (at least one a task):
+            # a model's or replay's round would otherwise leave the GPUs idle while the model thinks
+            wanted = max(model_tasks, self._round_size(offline=True) - model_tasks)
+            tuning = self._more_within_budget(wanted, model_tasks)
             planned_now += optimiser.plan(self.state, round_, tuning, roots=MODEL_ORIGINS, prefix="u") if tuning else []
         else:
             planned_now = optimiser.plan(self.state, round_, new)
@@ -305,8 +309,8 @@ class Driver:
 
     def _more_within_budget(self, wanted: int, planned: int) -> int:
         """How many candidates, up to ``wanted``, a round with ``planned`` tasks may try besides them within
-        the candidate budget: a portfolio round's knob variants (as many as the model's tasks), a round's
-        handed-back kernels (as many again as its size)."""
+        the candidate budget: a portfolio round's knob variants, a round's handed-back kernels (as many
+        again as its size)."""
         budget = self.state.config.budget_candidates
         return wanted if budget is None else max(0, min(wanted, budget - self._candidates() - planned))
 

@@ -31,6 +31,7 @@ class ScriptedPool:
         self.answers, self.spare_after, self.fail, self.task_s = answers, spare_after, fail, task_s
         self.jobs: list[ProfileJob] = []
         self.handed: list[Task] = []
+        self.workers = ["w0"]  # one worker, as the hand-outs above
 
     def run(self, tasks: list[Task], timeout_s: float, method: str = "run", notify=None, spare_work=None,
             hand_out=lambda task: task):  # fmt: skip
