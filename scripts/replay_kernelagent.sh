@@ -9,7 +9,8 @@
 # left out, so the comparison is of the model's ideas with and without our tuning. Where our verifier
 # refuses KernelAgent's input kernel (36's writes its result into its input), the search starts from
 # the problem's bundled input kernel instead, and the log says so. RUN_ARGS adds options to every
-# search (say "--rounds 4"); LIMIT_S bounds each search (default 400 s).
+# search (say "--rounds 4"); LIMIT_S bounds each search (default 400 s; leave room after a
+# --budget-minutes for the final re-timing, about 25 s on a GPU, or the search writes no final kernel).
 # Writes OUT_DIR/<problem>/ (the run), <problem>.log, <problem>.bench.json and OUT_DIR/replays.txt.
 set -u
 KA=$1; OUT=$2; shift 2
@@ -32,10 +33,15 @@ for p in $PROBLEMS; do
     echo "KernelAgent's input kernel was refused (above); starting from the bundled input kernel" >> "$OUT/$p.log"
     search "$p" "artifacts/$p/input_kernel.py"
   fi
-  python -m beamsearch.bench --problem "$p" --json --baselines eager compile-max-autotune \
-    --kernel "$OUT/$p/optimized_kernel_beam_search.py" "$KA/$p/optimized_kernel_beam_search.py" \
-    > "$OUT/$p.bench.json" 2>> "$OUT/$p.log"
   echo "== $p: $(grep -E '"event": "finish"|^error' "$OUT/$p.log" | tail -n 1 | cut -c1-300)" >> "$OUT/replays.txt"
+  ours=("$OUT/$p/optimized_kernel_beam_search.py")
+  if [ ! -f "${ours[0]}" ]; then  # stopped at LIMIT_S before its final re-timing: its trace can be resumed
+    echo "   no final kernel: the search ended before its final re-timing (LIMIT_S=$LIMIT_S s; see $p.log)" \
+      >> "$OUT/replays.txt"
+    ours=()
+  fi
+  python -m beamsearch.bench --problem "$p" --json --baselines eager compile-max-autotune \
+    --kernel "${ours[@]}" "$KA/$p/optimized_kernel_beam_search.py" > "$OUT/$p.bench.json" 2>> "$OUT/$p.log"
   python - "$OUT/$p.bench.json" >> "$OUT/replays.txt" 2>&1 <<'EOF'
 import json, sys
 for row in json.load(open(sys.argv[1]))["rows"]:
