@@ -12,7 +12,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from beamsearch.cli_common import add_run_options, fail, resolve_run
+from beamsearch.cli_common import add_run_options, fail, require_files, resolve_run
 from beamsearch.schema import BenchReport, BenchRow, RunSpec, Timing
 from profiling.gpu_specs import UnknownGpu
 from profiling.work import judge_time, problem_floor
@@ -146,6 +146,7 @@ def main(argv: list[str] | None = None) -> None:
     kernels = args.kernel or ([problem.input_kernel_path] if problem.input_kernel_path else [])
     if not kernels and not args.baselines:
         fail("nothing to time: the problem has no input_kernel.py and no --kernel or --baselines were given")
+    require_files(kernels, "kernel file")
     console = Console(stderr=True) if args.json else Console()
     report = run_bench(problem.name, spec, kernels, args.baselines, console)
     if args.json:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import NoReturn
 
 from beamsearch.problems import ProblemNotFound, ProblemRef, resolve_problem
@@ -43,3 +44,10 @@ def resolve_run(args: argparse.Namespace) -> tuple[ProblemRef, RunSpec]:
 def fail(message: str, code: int = 2) -> NoReturn:
     print(f"error: {message}", file=sys.stderr)
     raise SystemExit(code)
+
+
+def require_files(paths: list[str], what: str) -> None:
+    """Exits with the missing ones named before any work starts (a bench's baselines take minutes)."""
+    missing = [p for p in paths if not Path(p).is_file()]
+    if missing:
+        fail(f"no such {what}: {', '.join(missing)}")

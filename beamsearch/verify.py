@@ -7,7 +7,7 @@ import argparse
 from rich.console import Console
 from rich.table import Table
 
-from beamsearch.cli_common import add_run_options, fail, resolve_run
+from beamsearch.cli_common import add_run_options, fail, require_files, resolve_run
 from beamsearch.schema import Verdict
 from workers.harness.verify import DEFAULT_VERIFY_TIMEOUT_S, MIN_SEEDS, verify_kernel
 
@@ -42,6 +42,7 @@ def main(argv: list[str] | None = None) -> None:
     kernel = args.kernel or problem.input_kernel_path
     if kernel is None:
         fail(f"problem {problem.name} has no input_kernel.py; pass --kernel")
+    require_files([kernel], "kernel file")
     if len(set(args.seeds)) < MIN_SEEDS:
         fail(f"--seeds: at least {MIN_SEEDS} distinct seeds of fresh inputs are required")
     verdict = verify_kernel(spec, kernel, seeds=args.seeds, timeout_s=args.timeout)

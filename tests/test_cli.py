@@ -34,6 +34,15 @@ def test_unknown_problem_and_missing_gpu_are_clear_errors() -> None:
         assert no_gpu.returncode == 2 and "no CUDA GPU" in no_gpu.stderr
 
 
+def test_a_missing_kernel_file_is_named_before_any_work() -> None:
+    missing = str(KERNELS / "no_such_kernel.py")
+    verify = run("beamsearch.verify", "--problem", PROBLEM, "--device", "cpu", "--kernel", missing)
+    bench = run("beamsearch.bench", "--problem", PROBLEM, "--device", "cpu", "--kernel", str(KERNELS / "good.py"), missing)
+    for out in (verify, bench):
+        assert out.returncode == 2 and f"no such kernel file: {missing}" in out.stderr, out.stderr[-500:]
+        assert "timing" not in out.stderr + out.stdout  # nothing was timed first
+
+
 def test_bench_json_times_verified_kernels_only() -> None:
     out = run("beamsearch.bench", "--problem", PROBLEM, "--baselines", "eager", "--json",
               "--kernel", str(KERNELS / "good.py"), str(KERNELS / "wrong_values.py"))  # fmt: skip
