@@ -48,7 +48,7 @@ def plan_round(state: BeamState, round_: int) -> list[Task]:
     for p, parent in enumerate(parents):
         for direction in range(count // n + (p < count % n)):
             tasks.append(Task(id=f"r{round_}-t{len(tasks)}", round=round_, parent=parent, spec=state.spec,
-                              direction=len(tasks) if config.replay else direction,
+                              direction=len(tasks) if config.replay and not config.llm else direction,
                               config=config, floor=state.floor, history=history))  # fmt: skip
     return tasks
 

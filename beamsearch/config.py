@@ -29,7 +29,8 @@ class SearchConfig(Record):
                             "proposals); a round has beam width x directions tasks, shared out over fewer parents while "
                             "the beam is short")
     candidates_per_round: int = Field(0, ge=0, description="offline optimiser: candidates a round hands out, planned from "
-                                      "the searchers of the beam's knob spaces; 0: 4 per worker")
+                                      "the searchers of the beam's knob spaces (with a model or a replay: its tasks "
+                                      "and knob variants of its kernels together); 0: 4 per worker")
     budget_candidates: int | None = Field(None, ge=1, description="the run stops after this many candidates (the last "
                                           "round is cut to fit); none: no limit but the rounds")
     budget_minutes: Annotated[float, Field(gt=0)] | Literal["auto"] | None = Field(

@@ -214,8 +214,8 @@ class Driver:
 
     def _optimiser(self, per_round: int) -> Optimiser:
         """The optimiser, from the saved state: it plans every candidate of an offline round, and tunes a
-        model's (or a replay's) kernels beside its proposals (``run_round``). ``per_round``: the candidates
-        a round gives it, for its budget."""
+        model's (or a replay's) kernels beside its proposals (``run_round``). ``per_round``: the most
+        candidates a round gives it, for its budget."""
         state, config = self.state, self.state.config
         rounds_left = (config.rounds - state.round) * per_round
         left = rounds_left if config.budget_candidates is None else min(rounds_left, config.budget_candidates - self._candidates())
@@ -240,7 +240,7 @@ class Driver:
         start = time.time()
         proposing = bool(self.state.config.llm or self.state.config.replay)
         size = self._round_size(offline=not proposing)
-        optimiser = self._optimiser(size)
+        optimiser = self._optimiser(max(size, self._round_size(offline=True)))  # a portfolio's variants fill a round
         # kernels handed back in an earlier round that had no place for them come first: they are paid for
         carried = [task_of(p, self.state, round_) for p in self.state.pending[:size]]
         new = size - len(carried)
@@ -250,7 +250,8 @@ class Driver:
             # the places the workers have beyond the model's tasks go to knob variants (at least one a task):
             # a model's or replay's round would otherwise leave the GPUs idle while the model thinks
             wanted = max(model_tasks, self._round_size(offline=True) - model_tasks)
-            tuning = self._more_within_budget(wanted, model_tasks)
+            # within a candidate budget, the places for the model's handed-back kernels (paid for) come first
+            tuning = self._more_within_budget(wanted, model_tasks + size)
             planned_now += optimiser.plan(self.state, round_, tuning, roots=MODEL_ORIGINS, prefix="u") if tuning else []
         else:
             planned_now = optimiser.plan(self.state, round_, new)

@@ -65,6 +65,8 @@ def test_a_replays_tasks_each_take_their_own_recorded_kernel() -> None:
     state = _state([_entry("a", 1.0), _entry("b", 2.0, SOURCE + "\n#b")], beam_width=2, directions=2,
                    replay="/recorded/run")  # fmt: skip
     assert [(t.parent.id, t.direction) for t in plan_round(state, 3)] == [("a", 0), ("a", 1), ("b", 2), ("b", 3)]
+    with_model = state.model_copy(update={"config": state.config.model_copy(update={"llm": "openai/m"})})
+    assert [t.direction for t in plan_round(with_model, 3)] == [0, 1, 0, 1]  # a model's: each parent's bottlenecks
 
 
 def _result(id_: str, ms: float | None, source: str, status: str = "ok", compiled: str | None = None) -> TaskResult:

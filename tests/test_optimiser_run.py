@@ -89,9 +89,13 @@ def test_a_replays_kernels_in_the_beam_are_tuned_beside_its_proposals(tmp_path) 
     the next round (ids r2-u*), from that kernel's own space, for the places the replay's tasks leave."""
     trace = tmp_path / "recorded"
     warps_only = (DATA / "search" / "warps_only_kernel.py").read_text()
-    for round_, warps in ((1, 4), (2, 2)):
-        (trace / f"round_{round_}").mkdir(parents=True)
-        (trace / f"round_{round_}" / "kernel.py").write_text(warps_only.replace("num_warps=4", f"num_warps={warps}"))
+    (trace / "round_1").mkdir(parents=True)
+    (trace / "round_1" / "kernel.py").write_text(warps_only)
+    for name, warps in (("a", 2), ("b", 8)):  # round 2 recorded two kernels: one for each of its two tasks
+        (trace / "round_2" / "candidates" / name).mkdir(parents=True)
+        (trace / "round_2" / "candidates" / name / "kernel.py").write_text(
+            warps_only.replace("num_warps=4", f"num_warps={warps}")
+        )
     out = tmp_path / "run"
     done = run_cli("--problem", PROBLEM, "--kernel", str(START), "--replay", str(trace), "--out", str(out), "--rounds", "2",
                    "--workers", "2", "--beam-width", "2", "--directions", "1", "--quiet", timeout=900)  # fmt: skip
@@ -104,5 +108,6 @@ def test_a_replays_kernels_in_the_beam_are_tuned_beside_its_proposals(tmp_path) 
     model = [r for i, r in candidates.items() if i.startswith("r2-t")]
     # two workers: an offline round's eight places, two of them the replay's, the rest variants
     assert len(model) == 2 and len(model) < len(tuned) <= 6, sorted(candidates)
+    assert {r.kernel.note.split("/candidates/")[-1] for r in model} == {"a/kernel.py", "b/kernel.py"}
     assert all(r.kernel.origin == "tuner" and r.kernel.parent_hash == replayed.kernel.hash for r in tuned)
     assert all("num_warps" in r.kernel.note for r in tuned)
