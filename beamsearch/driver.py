@@ -239,8 +239,9 @@ class Driver:
         """One round; False (and nothing recorded) when it has no candidate to try."""
         start = time.time()
         proposing = bool(self.state.config.llm or self.state.config.replay)
-        size = self._round_size(offline=not proposing)
-        optimiser = self._optimiser(max(size, self._round_size(offline=True)))  # a portfolio's variants fill a round
+        capacity = self._round_size(offline=True)  # the candidates the workers can take
+        size = self._round_size(offline=False) if proposing else capacity
+        optimiser = self._optimiser(max(size, capacity))  # a portfolio's variants fill a round
         # kernels handed back in an earlier round that had no place for them come first: they are paid for
         carried = [task_of(p, self.state, round_) for p in self.state.pending[:size]]
         new = size - len(carried)
@@ -249,7 +250,7 @@ class Driver:
             model_tasks = len(carried) + len(planned_now)
             # the places the workers have beyond the model's tasks go to knob variants (at least one a task):
             # a model's or replay's round would otherwise leave the GPUs idle while the model thinks
-            wanted = max(model_tasks, self._round_size(offline=True) - model_tasks)
+            wanted = max(model_tasks, capacity - model_tasks)
             # within a candidate budget, the places for the model's handed-back kernels (paid for) come first
             tuning = self._more_within_budget(wanted, model_tasks + size)
             planned_now += optimiser.plan(self.state, round_, tuning, roots=MODEL_ORIGINS, prefix="u") if tuning else []
