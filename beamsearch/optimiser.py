@@ -5,8 +5,8 @@ searcher for points, renders each point into a candidate kernel, and gives every
 searcher whose point it was (a time, or the failure's text: a compile failure or a kernel out of
 resources is a limit the searcher learns). There is one searcher per knob space: a beam kernel the
 optimiser made is a point of its root kernel's space, so it is searched through that root's searcher,
-not a second one over the same points. The roofline class of the root orders the first points; it never
-rules a region out.
+not a second one over the same points. The first points are the root's own, tensor-core tiles where it
+calls ``tl.dot``, then the roofline class's moves; none of them rules a region out.
 
 Planning always starts from the saved ``OptimiserState`` (part of the BeamState), so a resumed round
 plans exactly the tasks its first session did. A point whose kernel the run has already measured is
@@ -24,7 +24,7 @@ from typing import Protocol
 from beamsearch.beam import code_hash
 from beamsearch.schema import Kernel
 from beamsearch.state import BeamEntry, BeamState, OptimiserState, Outcome, SpaceSearch, Task, TaskResult
-from workers.proposers.knob_space import describe, render, space_of
+from workers.proposers.knob_space import describe, render, space_of, tensor_core_tiles
 from workers.proposers.searcher import Searcher, SearcherState, first_points
 
 # Candidates a round hands each worker by default: no worker waits long for the round's last one.
@@ -103,8 +103,9 @@ class Optimiser:
         if not space.dims:
             return None
         bottleneck = entry.roofline.bottleneck if entry.roofline is not None else "unknown"
-        searcher = self.make(space, self._seed(kernel.hash), state=None, first=first_points(space, bottleneck),
-                             budget=self.budget)  # fmt: skip
+        roofline = first_points(space, bottleneck)
+        first = roofline[:1] + tensor_core_tiles(kernel.source, space) + roofline[1:]  # the kernel's own first
+        searcher = self.make(space, self._seed(kernel.hash), state=None, first=first, budget=self.budget)
         self.live[kernel.hash] = searcher
         self.searches[kernel.hash] = SpaceSearch(root_id=entry.id, root=kernel, space=space, budget=self.budget,
                                                  searcher=searcher.state())  # fmt: skip

@@ -9,7 +9,14 @@ import pytest
 from beamsearch.problems import resolve_problem
 from beamsearch.schema import RunSpec
 from workers.harness.verify import verify_kernel
-from workers.proposers.knob_space import KnobSpace, describe, render, space_of
+from workers.proposers.knob_space import (
+    MMA_PIPELINE_BYTES,
+    KnobSpace,
+    describe,
+    render,
+    space_of,
+    tensor_core_tiles,
+)
 from workers.proposers.tuner import find_knobs
 
 # Two kernels, three launches (one of them twice), a tl.dot, a grid of two axes: parsed, never run.
@@ -124,3 +131,24 @@ def test_a_point_far_from_the_start_verifies_under_the_interpreter(tmp_path) -> 
     spec = RunSpec(problem_path=problem.problem_path, shapes="small", device="cpu")
     verdict = verify_kernel(spec, str(path))
     assert verdict.passed, f"{describe(space, point)}: {verdict.status}: {verdict.reason}"
+
+
+def test_tensor_core_tiles_are_legal_points_with_the_stages_that_fit_and_only_for_dot_launches() -> None:
+    space = space_of(SOURCE, sizes={"M": 4096, "N": 4096, "K": 4096})
+    tiles = tensor_core_tiles(SOURCE, space)
+    assert tiles and all(space.complete(p) == p for p in tiles)  # every name, every value legal
+    first = tiles[0]
+    assert {k.split(":")[1]: v for k, v in first.items() if k.startswith("mm_kernel")} == {
+        "BLOCK_M": 128, "grid_swap": 0, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 8, "num_stages": 3}  # fmt: skip
+    for p in tiles:
+        m, n, k, stages = (p[f"mm_kernel:{x}"] for x in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_stages"))
+        assert stages * (m + n) * k * 2 <= MMA_PIPELINE_BYTES < (stages + 1) * (m + n) * k * 2 or stages == 5
+        assert all(p[d.name] == d.start for d in space.dims if d.name.startswith("scale_kernel"))
+    # A problem smaller than the tiles: the nearest legal values, each point once.
+    small = space_of(SOURCE, sizes={"M": 64, "N": 4096, "K": 32})
+    tiles = tensor_core_tiles(SOURCE, small)
+    assert {p["mm_kernel:BLOCK_M"] for p in tiles} == {64} and {p["mm_kernel:BLOCK_K"] for p in tiles} == {32}
+    assert len(tiles) == len({tuple(p.values()) for p in tiles})
+    # No tl.dot, no tiles.
+    scale_only = SOURCE.replace("acc += tl.dot(tl.load(a), tl.load(b))", "acc += tl.load(a)")
+    assert tensor_core_tiles(scale_only, space_of(scale_only)) == []

@@ -217,6 +217,31 @@ def test_a_kernel_without_knobs_gets_no_searcher_and_the_round_goes_to_the_other
     assert len(tasks) == 6 and {t.parent.id for t in tasks} == {"input"}
 
 
+def test_a_dot_kernel_tries_tensor_core_tiles_before_the_rooflines_moves(monkeypatch) -> None:
+    """The real space, searcher and rendering: a first-draft matmul's first candidates are whole
+    tensor-core tiles, not one knob step from its 64 x 64 x 32."""
+    from workers.proposers import knob_space, searcher
+
+    for name in ("space_of", "render", "describe"):
+        monkeypatch.setattr(optimiser_module, name, getattr(knob_space, name))
+    monkeypatch.setattr(optimiser_module, "first_points", searcher.first_points)
+    problem = DATA.parent.parent / "artifacts" / "2_Standard_matrix_multiplication_"
+    source = (problem / "input_kernel.py").read_text()
+    state = beam_state(roofline="compute")
+    entry = state.input.model_copy(update={"kernel": Kernel(source=source, origin="input")})
+    state = state.model_copy(update={"beam": [entry], "input": entry, "seen": {code_hash(source): "input"}})
+    sizes = problem_sizes(str(problem / "problem.py"), "full")
+    tasks = Optimiser(state.optimiser, sizes, seed=0, budget=64).plan(state, 1, 3)
+    assert [t.kernel.note.split(" (knob space")[0] for t in tasks] == [
+        "_matmul_kernel:BLOCK_M 64 -> 128, _matmul_kernel:BLOCK_N 64 -> 256, _matmul_kernel:BLOCK_K 32 -> 64, "
+        "_matmul_kernel:num_warps 4 -> 8, _matmul_kernel:num_stages 2 -> 3",
+        "_matmul_kernel:BLOCK_M 64 -> 256, _matmul_kernel:BLOCK_N 64 -> 128, _matmul_kernel:BLOCK_K 32 -> 64, "
+        "_matmul_kernel:num_warps 4 -> 8, _matmul_kernel:num_stages 2 -> 3",
+        "_matmul_kernel:BLOCK_M 64 -> 128, _matmul_kernel:BLOCK_N 64 -> 128, _matmul_kernel:BLOCK_K 32 -> 64, "
+        "_matmul_kernel:num_stages 2 -> 5",
+    ]
+
+
 def test_problem_sizes_read_without_running_the_problem() -> None:
     path = str(DATA / "scale_rows_problem.py")
     assert problem_sizes(path, "full") == {"rows": 48, "cols": 80}
