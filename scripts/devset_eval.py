@@ -10,9 +10,9 @@ process tree, each as a child process with this checkout's code:
 
 - search: ``python -m beamsearch.run --problem P --out DIR/P/search --quiet`` plus ``--search-args``
   (defaults otherwise); read from the run's summary.json, or from state.json if it was stopped at its cap;
-- sweep: ``--sweep-cmd`` (default ``beamsearch.run --sweep``) with ``{python}``, ``{problem}`` and
+- sweep: ``--sweep-cmd`` (default ``scripts/sweep.py``) with ``{python}``, ``{problem}`` and
   ``{out}`` filled in; skipped with a note when a script it names is missing. Its result is the summary.json in its out folder (a
-  ``beamsearch.run --sweep``), else the last line of its stdout that is a JSON object, else the newest
+  ``scripts/sweep.py`` or ``beamsearch.run --sweep``), else the last line of its stdout that is a JSON object, else the newest
   ``*.json`` at the top of its out folder; the best time is read from the first of SWEEP_MS_KEYS found
   and the candidate count from SWEEP_COUNT_KEYS;
 - bench: ``python -m beamsearch.bench --problem P --baselines eager compile compile-max-autotune --json``:
@@ -53,7 +53,9 @@ STAGES = ("search", "sweep", "bench")
 DEFAULT_CAP_MINUTES = {"search": 10.0, "sweep": 10.0, "bench": 6.0}
 # The optimiser's brute-force mode: every point of the starting kernel's knob space, through the same
 # verification and clock as the search (within the run's own budget).
-DEFAULT_SWEEP_CMD = "{python} -m beamsearch.run --problem {problem} --sweep --out {out} --quiet"
+# scripts/sweep.py rather than a bare ``beamsearch.run --sweep``: the run's default rounds and minutes would
+# end the sweep before its last point.
+DEFAULT_SWEEP_CMD = "{python} scripts/sweep.py --problem {problem} --out {out} --quiet"
 BENCH_BASELINES = ("eager", "compile", "compile-max-autotune")
 GRACE_S = 60.0  # after SIGINT: a search finishes its trace and shuts Ray down in this time
 START_MARGIN_S = 60.0  # a stage cut short by the deadline needs at least this long to be worth starting
@@ -252,8 +254,10 @@ def _read_run(out: Path) -> tuple[dict, str] | None:
     its state.json when it was stopped before writing one; None when neither holds a timed kernel."""
     summary = _read_json(out / SUMMARY_FILE)
     if summary is not None and summary.get("best_ms"):
-        return {"ms": summary["best_ms"], "candidates": summary.get("candidates"),
-                "input_ms": summary.get("input_ms"), "device": summary.get("gpu_name") or ""}, ""  # fmt: skip
+        autotune = [b.get("median_ms") for b in summary.get("baselines") or []
+                    if isinstance(b, dict) and b.get("target") == "compile-max-autotune" and b.get("status") == "ok"]  # fmt: skip
+        return {"ms": summary["best_ms"], "candidates": summary.get("candidates"), "input_ms": summary.get("input_ms"),
+                "device": summary.get("gpu_name") or "", "max_autotune_ms": autotune[0] if autotune else None}, ""  # fmt: skip
     state = _read_json(out / STATE_FILE) or {}
     beam = [ms for e in state.get("beam", []) if isinstance(e, dict) and (ms := _ranked_ms(e))]
     if not beam:
@@ -274,8 +278,9 @@ def _read_search(folder: Path, record: StageRun) -> tuple[dict, str]:
     if run is None:
         return {"search_minutes": minutes}, f"no timed kernel in {SUMMARY_FILE} or {STATE_FILE}"
     found, note = run
+    # max-autotune as the search timed it in its own run; a bench stage's, beside the input, wins
     values = {"search_ms": found["ms"], "search_candidates": found["candidates"], "search_minutes": minutes,
-              "input_ms": found["input_ms"], "device": found["device"]}  # fmt: skip
+              "input_ms": found["input_ms"], "device": found["device"], "max_autotune_ms": found.get("max_autotune_ms")}  # fmt: skip
     return {k: v for k, v in values.items() if v not in (None, "")}, note
 
 

@@ -162,6 +162,23 @@ def test_a_row_puts_search_sweep_and_max_autotune_side_by_side(tmp_path: Path) -
     assert "| 26_GELU_ | 0.16 | 0.1 | 40 | 5.0 | 0.098 | 120 | 2.0 | 0.093 | 1.60x | 0.98x | 0.93x |" in table
 
 
+def test_without_a_bench_max_autotune_comes_from_the_searchs_own_run(tmp_path: Path) -> None:
+    p = "43_Max_Pooling_3D"
+    baselines = ('[{"label": "eager", "target": "eager", "median_ms": 4.0, "status": "ok"}, {"label": '
+                 '"compile-max-autotune", "target": "compile-max-autotune", "median_ms": 1.25, "status": "ok"}]')  # fmt: skip
+    summary = f'{{"best_ms": 1.2, "candidates": 40, "input_ms": 4.8, "baselines": {baselines}}}'
+    write_stage(tmp_path, p, "search", {"search/summary.json": summary})
+    (row,) = ev.collect([tmp_path])
+    assert row.max_autotune_ms == 1.25 and row.search_vs_max_autotune == pytest.approx(1.25 / 1.2)
+    write_stage(tmp_path, p, "bench", {"bench.out": bench_report(p, 4.7, 1.3).model_dump_json()})
+    (row,) = ev.collect([tmp_path])
+    assert (row.max_autotune_ms, row.input_ms) == (1.3, 4.7)  # the bench's, beside the input, wins
+    failed = summary.replace('"median_ms": 1.25, "status": "ok"', '"median_ms": null, "status": "failed"')
+    write_stage(tmp_path / "b", p, "search", {"search/summary.json": failed})
+    (row,) = ev.collect([tmp_path / "b"])
+    assert row.max_autotune_ms is None
+
+
 def test_missing_and_failed_stages_are_notes_not_numbers(tmp_path: Path) -> None:
     p = "89_cumsum"
     write_stage(tmp_path, p, "bench", {"bench.out": bench_report(p, 3.0, None).model_dump_json()})
