@@ -4,6 +4,7 @@ scripts/devset_eval.py, which puts the search beside the sweep and max-autotune 
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 
@@ -143,7 +144,11 @@ def write_stage(folder: Path, problem: str, stage: str, files: dict[str, str], w
 def test_a_row_puts_search_sweep_and_max_autotune_side_by_side(tmp_path: Path) -> None:
     p = "26_GELU_"
     summary = '{"best_ms": 0.1, "candidates": 40, "input_ms": 0.17, "gpu_name": "NVIDIA H100"}'
-    write_stage(tmp_path, p, "search", {"search/summary.json": summary}, wall_s=300)
+    events = "\n".join(json.dumps(e) for e in [
+        {"event": "candidate", "id": "input", "median_ms": 0.09},  # a starting kernel, not a candidate
+        {"event": "candidate", "id": "r1-t0", "median_ms": 0.2}, {"event": "candidate", "id": "r1-t1", "median_ms": None},
+        {"event": "round_end"}, {"event": "candidate", "id": "r2-t0", "median_ms": 0.0999}])  # fmt: skip
+    write_stage(tmp_path, p, "search", {"search/summary.json": summary, "search/events.jsonl": events}, wall_s=300)
     write_stage(
         tmp_path, p, "sweep", {"sweep.out": 'progress\n{"best_ms": 0.098, "candidates": 120}\n'}, wall_s=120
     )
@@ -157,9 +162,10 @@ def test_a_row_puts_search_sweep_and_max_autotune_side_by_side(tmp_path: Path) -
         2.0,
     )  # the bench's input time wins
     assert row.search_vs_input == pytest.approx(1.6) and row.search_vs_sweep == pytest.approx(0.98)
+    assert row.candidates_to_sweep == 3  # 0.0999 is within 2 % of 0.098, 0.2 is not
     assert row.notes == []
     table = ev.render([row])
-    assert "| 26_GELU_ | 0.16 | 0.1 | 40 | 5.0 | 0.098 | 120 | 2.0 | 0.093 | 1.60x | 0.98x | 0.93x |" in table
+    assert "| 26_GELU_ | 0.16 | 0.1 | 40 | 5.0 | 3 | 0.098 | 120 | 2.0 | 0.093 | 1.60x | 0.98x | 0.93x |" in table
 
 
 def test_without_a_bench_max_autotune_comes_from_the_searchs_own_run(tmp_path: Path) -> None:
