@@ -8,6 +8,7 @@ import pytest
 
 from beamsearch.problems import resolve_problem
 from beamsearch.schema import RunSpec
+from tests.conftest import DATA
 from workers.harness.verify import verify_kernel
 from workers.proposers.knob_space import (
     MMA_PIPELINE_BYTES,
@@ -152,3 +153,15 @@ def test_tensor_core_tiles_are_legal_points_with_the_stages_that_fit_and_only_fo
     # No tl.dot, no tiles.
     scale_only = SOURCE.replace("acc += tl.dot(tl.load(a), tl.load(b))", "acc += tl.load(a)")
     assert tensor_core_tiles(scale_only, space_of(scale_only)) == []
+
+
+def test_inductors_matmul_template_gets_tensor_core_tiles_too() -> None:
+    """The compiler seed of a matmul is Inductor's template, its tiles named BLOCK_M/N/K as ours."""
+    from workers.proposers.compile_seed import seed_from_recording
+
+    seed = seed_from_recording(DATA / "inductor_small" / "2_Standard_matrix_multiplication_")
+    assert seed.unavailable is None
+    space = space_of(seed.source, sizes={"M": 2048, "N": 4096, "K": 8192})
+    tiles = tensor_core_tiles(seed.source, space)
+    assert tiles and {k.split(":")[1]: v for k, v in tiles[0].items() if ":BLOCK_" in k} == {
+        "BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64}  # fmt: skip
