@@ -150,6 +150,11 @@ def test_tensor_core_tiles_are_legal_points_with_the_stages_that_fit_and_only_fo
     tiles = tensor_core_tiles(SOURCE, small)
     assert {p["mm_kernel:BLOCK_M"] for p in tiles} == {64} and {p["mm_kernel:BLOCK_K"] for p in tiles} == {32}
     assert len(tiles) == len({tuple(p.values()) for p in tiles})
+    # Other spellings of the tiles' axes.
+    short = SOURCE.replace("BLOCK_M", "BM").replace("BLOCK_N", "BN").replace("BLOCK_K", "TILE_K")
+    short_space = space_of(short, sizes={"M": 4096, "N": 4096, "K": 4096})
+    assert [list(p.values()) for p in tensor_core_tiles(short, short_space)] == [
+        list(p.values()) for p in tensor_core_tiles(SOURCE, space)]  # fmt: skip
     # No tl.dot, no tiles.
     scale_only = SOURCE.replace("acc += tl.dot(tl.load(a), tl.load(b))", "acc += tl.load(a)")
     assert tensor_core_tiles(scale_only, space_of(scale_only)) == []

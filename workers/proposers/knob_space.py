@@ -137,8 +137,8 @@ def _block_values(knob: Knob, sizes: dict[str, int] | None, floor: int) -> list[
 
 
 def _size_for(block_name: str, sizes: dict[str, int]) -> int | None:
-    """The problem size a block knob tiles: ``BLOCK_K``/``BLOCK_SIZE_K``/``K_BLOCK`` -> ``sizes["K"]``
-    (any case), else the largest size."""
+    """The problem size a block knob tiles: ``BLOCK_K``/``BLOCK_SIZE_K``/``K_BLOCK``/``TILE_K``/``BK`` ->
+    ``sizes["K"]`` (any case), else the largest size."""
     by_name = {k.upper(): v for k, v in sizes.items() if v > 0}
     axis = _axis_of(block_name)
     if axis and axis in by_name:
@@ -147,8 +147,9 @@ def _size_for(block_name: str, sizes: dict[str, int]) -> int | None:
 
 
 def _axis_of(block_name: str) -> str:
-    """``BLOCK_K``, ``BLOCK_SIZE_K``, ``K_BLOCK`` -> ``"K"``; ``BLOCK`` -> ``""``."""
-    return re.sub(r"^BLOCK_(SIZE_)?|_?BLOCK(_SIZE)?$", "", block_name.upper())
+    """``BLOCK_K``, ``BLOCK_SIZE_K``, ``K_BLOCK``, ``TILE_K``, ``BK`` -> ``"K"``; ``BLOCK`` -> ``""``."""
+    axis = re.sub(r"^(BLOCK|TILE)_(SIZE_)?|_?(BLOCK|TILE)(_SIZE)?$", "", block_name.upper())
+    return axis[1] if re.fullmatch(r"B[MNK]", axis) else axis
 
 
 def _nearest_legal(dim: KnobDim, value: int) -> int:
