@@ -13,7 +13,8 @@ of the rounds' wall time after their last candidate, when only profiles of the b
 so their share is all of the profiling); `unused profiles`, those of kernels the beam did not keep
 after all; `screened`, candidates whose timing stopped after its first repetitions, too slow to enter
 the beam; `retried alone`, timings that failed a check other processes can fail and were taken again
-with the GPU to itself, and `inconclusive`, those that failed alone too; `locked s/full timing` and `locked s/screened timing`, the mean seconds a timing held the lock.
+with the GPU to itself, and `inconclusive`, those that failed alone too; `locked s/full timing` and `locked s/screened timing`, the mean seconds a timing held the lock; `lock wait s/timing`, the
+mean seconds it waited for it (other timings, then the check steps under way).
 Near 100 % together, the GPU's measurement is the limit; far below, the GPU mostly waits on processes
 starting, compiles and checks.
 
@@ -83,6 +84,8 @@ def stats(run: Path, gpus: int, rounds: list[RoundRecord], results: list[TaskRes
         "inconclusive": sum(r.status == "inconclusive" for r in results),
         "locked s/full timing": _mean([locked_s(r) for r in results if locked_s(r) and not r.screened]),
         "locked s/screened timing": _mean([locked_s(r) for r in results if locked_s(r) and r.screened]),
+        # The wait for the lock: the queue of other timings, then the drain of the check steps under way.
+        "lock wait s/timing": _mean([r.timing.lock_wait_s for r in results if r.timing and locked_s(r)]),
         **{f"{k} s/cand": v / max(1, n) for k, v in sorted(stage_s.items())},
     }
 

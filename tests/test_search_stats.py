@@ -42,6 +42,7 @@ def test_a_round_cut_short_is_not_counted(tmp_path) -> None:
     assert row["profile s/cand"] == 3.0 and row["profile wall s per round"] == 6.0
     # Only the seconds holding the lock count as timing, not the child's start, compile or wait.
     assert row["timing share %"] == 100 * 2 * 1.5 / 30.0 and row["profiling share %"] == 100 * 6.0 / 30.0
+    assert row["lock wait s/timing"] == 1.0
 
 
 def test_a_run_stopped_in_round_0_has_a_row_and_a_stray_file_is_refused(tmp_path) -> None:
