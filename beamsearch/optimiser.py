@@ -70,7 +70,7 @@ class Optimiser:
         for entry in state.beam[: state.config.beam_width]:
             if roots is not None and self._root_origin(entry) not in roots:
                 continue
-            key = self._search_of(entry)
+            key = self._search_of(entry, state.spec.dtype)
             if key is not None:
                 parents.setdefault(key, entry)
         tasks: list[Task] = []
@@ -91,7 +91,7 @@ class Optimiser:
             return self.searches[kernel.parent_hash].root.origin
         return kernel.origin
 
-    def _search_of(self, entry: BeamEntry) -> str | None:
+    def _search_of(self, entry: BeamEntry, dtype: str) -> str | None:
         """The key of the search whose space ``entry`` is a point of; a new search rooted at ``entry`` if
         none is; None for a kernel with no knobs."""
         kernel = entry.kernel
@@ -103,8 +103,11 @@ class Optimiser:
         if not space.dims:
             return None
         bottleneck = entry.roofline.bottleneck if entry.roofline is not None else "unknown"
+        # A dot kernel's tiles come before the roofline's moves whatever its class: a first draft's small
+        # tiles make a matmul look underutilised or memory-bound, and the tiles are what cure both.
         roofline = first_points(space, bottleneck)
-        first = roofline[:1] + tensor_core_tiles(kernel.source, space) + roofline[1:]  # the kernel's own first
+        tiles = tensor_core_tiles(kernel.source, space, operand_bytes=4 if dtype == "fp32" else 2)
+        first = roofline[:1] + tiles + roofline[1:]  # the kernel's own point first
         searcher = self.make(space, self._seed(kernel.hash), state=None, first=first, budget=self.budget)
         self.live[kernel.hash] = searcher
         self.searches[kernel.hash] = SpaceSearch(root_id=entry.id, root=kernel, space=space, budget=self.budget,

@@ -150,11 +150,17 @@ def test_tensor_core_tiles_are_legal_points_with_the_stages_that_fit_and_only_fo
     tiles = tensor_core_tiles(SOURCE, small)
     assert {p["mm_kernel:BLOCK_M"] for p in tiles} == {64} and {p["mm_kernel:BLOCK_K"] for p in tiles} == {32}
     assert len(tiles) == len({tuple(p.values()) for p in tiles})
-    # Other spellings of the tiles' axes.
+    # Other spellings of the tiles' axes, each bounded by its own size.
     short = SOURCE.replace("BLOCK_M", "BM").replace("BLOCK_N", "BN").replace("BLOCK_K", "TILE_K")
-    short_space = space_of(short, sizes={"M": 4096, "N": 4096, "K": 4096})
-    assert [list(p.values()) for p in tensor_core_tiles(short, short_space)] == [
-        list(p.values()) for p in tensor_core_tiles(SOURCE, space)]  # fmt: skip
+    short_space = space_of(short, sizes={"M": 100, "N": 5000, "K": 64})
+    assert (
+        short_space.dim("mm_kernel:BM").values[-1] == 128
+        and short_space.dim("mm_kernel:TILE_K").values[-1] == 64
+    )
+    assert {(p["mm_kernel:BM"], p["mm_kernel:BN"], p["mm_kernel:TILE_K"]) for p in tensor_core_tiles(short, short_space)} == {
+        (128, 256, 64), (128, 128, 64), (128, 128, 32), (64, 256, 64), (128, 64, 64)}  # fmt: skip
+    # fp32 operands (tf32 dot) take twice the shared memory a stage: fewer stages fit.
+    assert tensor_core_tiles(SOURCE, space, operand_bytes=4)[0]["mm_kernel:num_stages"] == 1  # 96 KB a stage
     # No tl.dot, no tiles.
     scale_only = SOURCE.replace("acc += tl.dot(tl.load(a), tl.load(b))", "acc += tl.load(a)")
     assert tensor_core_tiles(scale_only, space_of(scale_only)) == []
@@ -170,3 +176,22 @@ def test_inductors_matmul_template_gets_tensor_core_tiles_too() -> None:
     tiles = tensor_core_tiles(seed.source, space)
     assert tiles and {k.split(":")[1]: v for k, v in tiles[0].items() if ":BLOCK_" in k} == {
         "BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64}  # fmt: skip
+
+
+def test_each_launch_of_a_dot_kernel_gets_its_own_tiles_and_none_is_the_start() -> None:
+    twice = SOURCE.replace(
+        "    return c\n",
+        "    mm_kernel[grid](a, b, c, M, N, K, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32)\n    return c\n",
+    )
+    space = space_of(twice, sizes={"M": 4096, "N": 4096, "K": 4096})
+    assert "mm_kernel:BLOCK_M#2" in [d.name for d in space.dims]
+    tiles = tensor_core_tiles(twice, space)
+    firsts = [p for p in tiles if p["mm_kernel:BLOCK_M"] != space.start()["mm_kernel:BLOCK_M"]]
+    seconds = [p for p in tiles if p["mm_kernel:BLOCK_M#2"] != space.start()["mm_kernel:BLOCK_M#2"]]
+    assert firsts and seconds and not [p for p in firsts if p in seconds]  # one launch moved at a time
+    at_a_tile = SOURCE.replace("BLOCK_M = 32", "BLOCK_M = 128").replace("BLOCK_N=32", "BLOCK_N=256").replace(
+        "BLOCK_K=32)", "BLOCK_K=64, num_warps=8, num_stages=3)")  # fmt: skip
+    space = space_of(at_a_tile, sizes={"M": 4096, "N": 4096, "K": 4096})
+    assert space.start()["mm_kernel:BLOCK_N"] == 256 and space.start() not in tensor_core_tiles(
+        at_a_tile, space
+    )

@@ -231,8 +231,8 @@ def test_a_dot_kernel_tries_tensor_core_tiles_before_the_rooflines_moves(monkeyp
     entry = state.input.model_copy(update={"kernel": Kernel(source=source, origin="input")})
     state = state.model_copy(update={"beam": [entry], "input": entry, "seen": {code_hash(source): "input"}})
     sizes = problem_sizes(str(problem / "problem.py"), "full")
-    tasks = Optimiser(state.optimiser, sizes, seed=0, budget=64).plan(state, 1, 3)
-    assert [t.kernel.note.split(" (knob space")[0] for t in tasks] == [
+    tasks = Optimiser(state.optimiser, sizes, seed=0, budget=64).plan(state, 1, 8)
+    assert [t.kernel.note.split(" (knob space")[0] for t in tasks[:3]] == [
         "_matmul_kernel:BLOCK_M 64 -> 128, _matmul_kernel:BLOCK_N 64 -> 256, _matmul_kernel:BLOCK_K 32 -> 64, "
         "_matmul_kernel:num_warps 4 -> 8, _matmul_kernel:num_stages 2 -> 3",
         "_matmul_kernel:BLOCK_M 64 -> 256, _matmul_kernel:BLOCK_N 64 -> 128, _matmul_kernel:BLOCK_K 32 -> 64, "
@@ -240,6 +240,8 @@ def test_a_dot_kernel_tries_tensor_core_tiles_before_the_rooflines_moves(monkeyp
         "_matmul_kernel:BLOCK_M 64 -> 128, _matmul_kernel:BLOCK_N 64 -> 128, _matmul_kernel:BLOCK_K 32 -> 64, "
         "_matmul_kernel:num_stages 2 -> 5",
     ]
+    # After the six tiles, the roofline's moves: one knob at a time from the kernel's own point.
+    assert len(tasks) == 8 and tasks[6].kernel.note.count("->") == 1
 
 
 def test_problem_sizes_read_without_running_the_problem() -> None:

@@ -28,21 +28,22 @@ BLOCK_CAP = 1 << 16  # the largest block value considered; larger tiles do not f
 WARPS = [1, 2, 4, 8, 16]
 STAGES = [1, 2, 3, 4, 5]
 GRID_SWAP = "grid_swap"
-# Output tiles (BLOCK_M, BLOCK_N, BLOCK_K) that keep tensor cores busy, largest first: each loaded operand
-# feeds 64 to 256 multiply-adds, and the accumulator still fits a program's registers. A kernel's own tile
-# from a first draft (32s and 64s) leaves most of that on the table, and one knob step at a time reaches
-# these only after many rounds.
+# Output tiles (BLOCK_M, BLOCK_N, BLOCK_K) that keep tensor cores busy, in order of preference: each loaded
+# operand feeds 64 to 256 multiply-adds, and the accumulator still fits a program's registers. A kernel's
+# own tile from a first draft (32s and 64s) leaves most of that on the table, and one knob step at a time
+# reaches these only after several rounds.
 MMA_TILES = [(128, 256, 64), (256, 128, 64), (128, 128, 64), (128, 128, 32), (64, 256, 64), (128, 64, 64)]
 MMA_WIDE_TILE = 128 * 256  # tiles at least this large get 8 warps, smaller ones 4
-# Shared memory one tile's operand pipeline may take (2-byte operands, each stage a tile of A and one of B):
-# enough stages to hide the loads, within an A100's 164 KB and an H100's 227 KB.
+# Shared memory one tile's operand pipeline may take (each stage a tile of A and one of B): enough stages to
+# hide the loads, within an A100's 164 KB and an H100's 227 KB.
 MMA_PIPELINE_BYTES = 160 * 1024
 
 
 def space_of(source: str, sizes: dict[str, int] | None = None) -> KnobSpace:
     """Every knob of every launch in ``source``, with legal values; no dims when it has none or does not
     parse. ``sizes`` maps problem dimension names (``{"M": 4096, "N": 4096, "K": 4096}``) to sizes: a
-    block knob ``BLOCK_K`` / ``BLOCK_SIZE_K`` / ``K_BLOCK`` is bounded by ``K``, any other by the largest."""
+    block knob whose name names an axis (``BLOCK_K``, ``BLOCK_SIZE_K``, ``K_BLOCK``, ``TILE_K``, ``BK``:
+    ``_axis_of``) is bounded by that size, any other by the largest."""
     dot_kernels = _kernels_calling_dot(source)
     dims = []
     for name, knob in _named_knobs(source).items():
@@ -60,33 +61,37 @@ def space_of(source: str, sizes: dict[str, int] | None = None) -> KnobSpace:
     return KnobSpace(dims=dims)
 
 
-def tensor_core_tiles(source: str, space: KnobSpace) -> list[dict[str, int]]:
-    """Points of ``space`` at the MMA_TILES, for each launch of a kernel that calls ``tl.dot`` with
-    BLOCK_M, BLOCK_N and BLOCK_K knobs (any of the spellings ``_size_for`` reads): as many stages as fit
-    MMA_PIPELINE_BYTES, and 8 warps for wide tiles. A tile value the space does not allow (a problem
-    smaller than the tile) becomes the nearest legal one. Other knobs stay at their start. Empty for a
-    kernel without such a launch: these are first points for the searcher, never a limit."""
+def tensor_core_tiles(source: str, space: KnobSpace, operand_bytes: int = 2) -> list[dict[str, int]]:
+    """Points of ``space`` at the MMA_TILES, for each launch of a kernel that calls ``tl.dot`` with block
+    knobs for the M, N and K axes (``_axis_of``): as many stages as fit MMA_PIPELINE_BYTES with operands of
+    ``operand_bytes``, and 8 warps for wide tiles. A tile value the space does not allow (a problem smaller
+    than the tile) becomes the nearest legal one. Other knobs stay at their start. Empty for a kernel
+    without such a launch: these are first points for the searcher, never a limit."""
     dot_kernels = _kernels_calling_dot(source)
-    by_name = {d.name: d for d in space.dims}
+    launches: dict[tuple[str, str], dict[str, KnobDim]] = {}  # (kernel, "#n" of a repeated launch) -> knobs
+    for dim in space.dims:
+        launch, knob = dim.name.split(":", 1)
+        knob, _, repeat = knob.partition("#")
+        if launch in dot_kernels:
+            launches.setdefault((launch, repeat), {})[knob] = dim
+    start = space.start()
     points: list[dict[str, int]] = []
-    for launch in dict.fromkeys(name.split(":")[0] for name in by_name):
-        if launch not in dot_kernels:
-            continue
-        axes = {_axis_of(name.split(":", 1)[1]): d for name, d in by_name.items()
-                if name.startswith(f"{launch}:") and d.kind == "block"}  # fmt: skip
+    for knobs in launches.values():
+        axes = {_axis_of(name): dim for name, dim in knobs.items() if dim.kind == "block"}
         if not {"M", "N", "K"} <= axes.keys():
             continue
-        warps, stages = by_name.get(f"{launch}:num_warps"), by_name.get(f"{launch}:num_stages")
-        for m, n, k in MMA_TILES:
-            point = {axes[a].name: _nearest_legal(axes[a], v) for a, v in zip("MNK", (m, n, k), strict=True)}
-            bm, bn, bk = (point[axes[a].name] for a in "MNK")
+        warps, stages = knobs.get("num_warps"), knobs.get("num_stages")
+        for tile in MMA_TILES:
+            bm, bn, bk = (_nearest_legal(axes[a], v) for a, v in zip("MNK", tile, strict=True))
+            point = {axes["M"].name: bm, axes["N"].name: bn, axes["K"].name: bk}
             if warps is not None:
                 point[warps.name] = _nearest_legal(warps, 8 if bm * bn >= MMA_WIDE_TILE else 4)
             if stages is not None:
-                fitting = [s for s in stages.values if s * (bm + bn) * bk * 2 <= MMA_PIPELINE_BYTES]
-                point[stages.name] = max(fitting, default=stages.values[0])
-            point = space.start() | point
-            if point not in points:
+                per_stage = (bm + bn) * bk * operand_bytes
+                point[stages.name] = max([s for s in stages.values if s * per_stage <= MMA_PIPELINE_BYTES],
+                                         default=stages.values[0])  # fmt: skip
+            point = start | point
+            if point != start and point not in points:
                 points.append(point)
     return points
 
@@ -153,6 +158,7 @@ def _axis_of(block_name: str) -> str:
 
 
 def _nearest_legal(dim: KnobDim, value: int) -> int:
+    # Block and warp values are consecutive powers of two, so the nearest is by exponent, ties to the smaller.
     return min(dim.values, key=lambda v: (abs(v.bit_length() - value.bit_length()), v))
 
 

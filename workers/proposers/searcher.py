@@ -4,11 +4,11 @@
 timed (or failed) candidate; ``state()`` is plain data for the resume point, and a Searcher built from
 it suggests exactly what the original would have next. No Ray, no GPU.
 
-Strategy: the ``first`` points (the roofline's order) come first either way. When the whole space fits
-the budget, exhaustive: then the untried point nearest the best so far. Otherwise ``hybrid``: in turn, a
-point from Optuna's TPE sampler (ask/tell, seeded, its study rebuilt from the observations), an untried
-neighbour of the best point, and a uniform random point. docs/optimiser.md has the measurement behind
-the choice (``python -m scripts.searcher_bench``).
+Strategy: the ``first`` points (the optimiser's: the start, tensor-core tiles, the roofline's moves) come
+first either way. When the whole space fits the budget, exhaustive: then the untried point nearest the
+best so far. Otherwise ``hybrid``: in turn, a point from Optuna's TPE sampler (ask/tell, seeded, its study
+rebuilt from the observations), an untried neighbour of the best point, and a uniform random point.
+docs/optimiser.md has the measurement behind the choice (``python -m scripts.searcher_bench``).
 
 Learned limits: a point that failed for lack of resources (shared memory, registers, spills: any
 failure text ``is_resource_failure`` recognises) is never suggested again, and neither is any point that dominates it (the same warps and grid, every block and
@@ -53,7 +53,7 @@ class Searcher:
     def __init__(self, space: KnobSpace, seed: int, state: SearcherState | None = None,
                  first: Sequence[dict[str, int]] = (), budget: int | None = None,
                  strategy: Strategy | None = None) -> None:  # fmt: skip
-        """``first``: points to try first, in order (the roofline's preference; missing names keep the
+        """``first``: points to try first, in order (the caller's preference; missing names keep the
         start value); a restored searcher keeps its state's. ``budget``: the candidates the caller means
         to spend; a space of at most that many points (``DEFAULT_BUDGET`` without one) is searched
         exhaustively, a larger one by ``hybrid``. ``strategy`` overrides that choice (the benchmark's
