@@ -9,12 +9,14 @@ For each problem (default: every bundled problem, the dev set's twelve), one aft
 process tree, each as a child process with this checkout's code:
 
 - search: ``python -m beamsearch.run --problem P --out DIR/P/search --quiet`` plus ``--search-args``
-  (defaults otherwise); read from the run's summary.json, or from state.json if it was stopped at its cap;
-- sweep: ``--sweep-cmd`` (default ``scripts/sweep.py``) with ``{python}``, ``{problem}`` and
-  ``{out}`` filled in; skipped with a note when a script it names is missing. Its result is the summary.json in its out folder (a
-  ``scripts/sweep.py`` or ``beamsearch.run --sweep``), else the last line of its stdout that is a JSON object, else the newest
-  ``*.json`` at the top of its out folder; the best time is read from the first of SWEEP_MS_KEYS found
-  and the candidate count from SWEEP_COUNT_KEYS;
+  (defaults otherwise); read from the run's summary.json, or from state.json if it was stopped at its cap,
+  with max-autotune as the run timed it, and each candidate's in-round time from its events.jsonl;
+- sweep: ``--sweep-cmd`` (default ``scripts/sweep.py``) with ``{python}``, ``{problem}`` and ``{out}``
+  filled in; skipped with a note when a script it names is missing. Its result is the summary.json in its
+  out folder (``scripts/sweep.py`` or ``beamsearch.run --sweep``; its fastest in-round time from its
+  events.jsonl), else the last line of its stdout that is a JSON object, else the newest ``*.json`` at the
+  top of its out folder; the best time is read from the first of SWEEP_MS_KEYS found and the candidate
+  count from SWEEP_COUNT_KEYS;
 - bench: ``python -m beamsearch.bench --problem P --baselines eager compile compile-max-autotune --json``:
   the input kernel and the three PyTorch baselines, verified and timed by one clock in one run.
 
@@ -52,9 +54,8 @@ from beamsearch.schema import BenchReport, Record  # noqa: E402
 STAGES = ("search", "sweep", "bench")
 DEFAULT_CAP_MINUTES = {"search": 10.0, "sweep": 10.0, "bench": 6.0}
 # The optimiser's brute-force mode: every point of the starting kernel's knob space, through the same
-# verification and clock as the search (within the run's own budget).
-# scripts/sweep.py rather than a bare ``beamsearch.run --sweep``: the run's default rounds and minutes would
-# end the sweep before its last point.
+# verification and clock as the search. scripts/sweep.py rather than a bare ``beamsearch.run --sweep``:
+# the run's default rounds and minutes would end the sweep before its last point.
 DEFAULT_SWEEP_CMD = "{python} scripts/sweep.py --problem {problem} --out {out} --quiet"
 BENCH_BASELINES = ("eager", "compile", "compile-max-autotune")
 GRACE_S = 60.0  # after SIGINT: a search finishes its trace and shuts Ray down in this time
@@ -93,7 +94,13 @@ class ProblemResult(Record):
     sweep_candidates: int | None = None
     sweep_minutes: float | None = None
     max_autotune_ms: float | None = None
-    search_times_ms: list[float | None] = []  # the search's candidates' in-round times, in the order they came back
+    search_times_ms: list[
+        float | None
+    ] = []  # the search's candidates' in-round times, in the order they came back
+    search_start_ms: float | None = (
+        None  # its fastest starting kernel's (the input, the compiler seed) in-round time
+    )
+    sweep_round_ms: float | None = None  # the sweep's fastest in-round time (its input included)
     eager_ms: float | None = None
     compile_ms: float | None = None
     device: str = ""
@@ -113,11 +120,15 @@ class ProblemResult(Record):
 
     @property
     def candidates_to_sweep(self) -> int | None:
-        """How many of the search's candidates came back before one within WITHIN of the sweep's best
-        (that one included); None without a sweep, or when none got there."""
-        if not self.sweep_ms:
+        """How many of the search's candidates came back up to the first within WITHIN of the sweep's best
+        (that one included); 0 when a starting kernel already was; None without a sweep, or when none got
+        there. In-round times on both sides where the sweep's are at hand: one clock."""
+        best = self.sweep_round_ms or self.sweep_ms
+        if not best:
             return None
-        return next((i for i, ms in enumerate(self.search_times_ms, 1) if ms and ms <= WITHIN * self.sweep_ms), None)
+        if self.search_start_ms and self.search_start_ms <= WITHIN * best:
+            return 0
+        return next((i for i, ms in enumerate(self.search_times_ms, 1) if ms and ms <= WITHIN * best), None)
 
 
 class EvalResults(Record):
@@ -266,17 +277,23 @@ def _read_run(out: Path) -> tuple[dict, str] | None:
     its state.json when it was stopped before writing one; None when neither holds a timed kernel."""
     summary = _read_json(out / SUMMARY_FILE)
     if summary is not None and summary.get("best_ms"):
-        autotune = [b.get("median_ms") for b in summary.get("baselines") or []
-                    if isinstance(b, dict) and b.get("target") == "compile-max-autotune" and b.get("status") == "ok"]  # fmt: skip
         return {"ms": summary["best_ms"], "candidates": summary.get("candidates"), "input_ms": summary.get("input_ms"),
-                "device": summary.get("gpu_name") or "", "max_autotune_ms": autotune[0] if autotune else None}, ""  # fmt: skip
+                "device": summary.get("gpu_name") or "", "max_autotune_ms": _max_autotune(summary)}, ""  # fmt: skip
     state = _read_json(out / STATE_FILE) or {}
     beam = [ms for e in state.get("beam", []) if isinstance(e, dict) and (ms := _ranked_ms(e))]
     if not beam:
         return None
     found = {"ms": min(beam), "candidates": sum(r.get("tasks", 0) for r in state.get("rounds", [])),
-             "input_ms": _ranked_ms(state.get("input") or {}), "device": state.get("gpu_name") or ""}  # fmt: skip
+             "input_ms": _ranked_ms(state.get("input") or {}), "device": state.get("gpu_name") or "",
+             "max_autotune_ms": _max_autotune(state)}  # fmt: skip
     return found, f"best of the beam after round {state.get('round')} (in-round time, no final re-timing)"
+
+
+def _max_autotune(run: dict[str, Any]) -> float | None:
+    """Max-autotune's time as a run (its summary or its state) measured it beside itself, if it did."""
+    times = [b.get("median_ms") for b in run.get("baselines") or []
+             if isinstance(b, dict) and b.get("target") == "compile-max-autotune" and b.get("status") == "ok"]  # fmt: skip
+    return times[0] if times else None
 
 
 def _ranked_ms(entry: dict[str, Any]) -> float | None:
@@ -291,29 +308,40 @@ def _read_search(folder: Path, record: StageRun) -> tuple[dict, str]:
         return {"search_minutes": minutes}, f"no timed kernel in {SUMMARY_FILE} or {STATE_FILE}"
     found, note = run
     # max-autotune as the search timed it in its own run; a bench stage's, beside the input, wins
+    candidates, starts = _event_times(folder / "search" / EVENTS_FILE)
     values = {"search_ms": found["ms"], "search_candidates": found["candidates"], "search_minutes": minutes,
               "input_ms": found["input_ms"], "device": found["device"], "max_autotune_ms": found.get("max_autotune_ms"),
-              "search_times_ms": _candidate_times(folder / "search" / EVENTS_FILE)}  # fmt: skip
-    return {k: v for k, v in values.items() if v not in (None, "")}, note
+              "search_times_ms": candidates, "search_start_ms": min(starts, default=None)}  # fmt: skip
+    if not candidates and not starts:
+        note = "; ".join(
+            filter(None, [note, f"no {EVENTS_FILE}: no count of candidates to the sweep's best"])
+        )
+    return {k: v for k, v in values.items() if v not in (None, "", [])}, note
 
 
-def _candidate_times(events: Path) -> list[float | None]:
-    """The in-round time of each of a run's candidates (None: not timed), in the order they came back; the
-    starting kernels (the input, the compiler seed) are not candidates."""
-    times: list[float | None] = []
+def _event_times(events: Path) -> tuple[list[float | None], list[float]]:
+    """A run's candidates' in-round times (None: not timed) in the order they came back, and its starting
+    kernels' (the input, the compiler seed), from its events file; empty lists without one."""
+    candidates: list[float | None] = []
+    starts: list[float] = []
     try:
         lines = events.read_text().splitlines()
     except OSError:
-        return times
+        return candidates, starts
     for line in lines:
         try:
             event = json.loads(line)
         except ValueError:
             continue
-        if isinstance(event, dict) and event.get("event") == "candidate" and str(event.get("id", "")).startswith("r"):
-            ms = event.get("median_ms")
-            times.append(ms if isinstance(ms, (int, float)) and ms > 0 else None)
-    return times
+        if not isinstance(event, dict) or event.get("event") != "candidate":
+            continue
+        ms = event.get("median_ms")
+        ms = ms if isinstance(ms, (int, float)) and ms > 0 else None
+        if str(event.get("id", "")).startswith("r"):  # a round's task: r3-t7
+            candidates.append(ms)
+        elif ms is not None:
+            starts.append(ms)
+    return candidates, starts
 
 
 def _read_sweep(folder: Path, record: StageRun) -> tuple[dict, str]:
@@ -323,10 +351,13 @@ def _read_sweep(folder: Path, record: StageRun) -> tuple[dict, str]:
     run = _read_run(folder / "sweep")
     if run is not None:
         found, note = run
+        candidates, starts = _event_times(folder / "sweep" / EVENTS_FILE)
+        timed = [ms for ms in [*candidates, *starts] if ms]
         return {
             "sweep_ms": found["ms"],
             "sweep_candidates": found["candidates"],
             "sweep_minutes": minutes,
+            **({"sweep_round_ms": min(timed)} if timed else {}),
         }, note
     files = sorted((folder / "sweep").glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
     found = [_last_json_line(folder / "sweep.out"), *(_read_json(p) for p in files)]
@@ -394,7 +425,7 @@ def _read_bench(folder: Path, record: StageRun) -> tuple[dict, str]:
 
 def render(rows: list[ProblemResult]) -> str:
     """A markdown table of the rows, then their notes."""
-    head = ["problem", "input ms", "search ms", "cands", "min", "to 2 % of sweep", "sweep ms", "cands", "min",
+    head = ["problem", "input ms", "search ms", "cands", "min", f"to {WITHIN - 1:.0%} of sweep", "sweep ms", "cands", "min",
             "max-autotune ms", "search vs input", "search vs sweep", "search vs max-autotune"]  # fmt: skip
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
@@ -407,7 +438,8 @@ def render(rows: list[ProblemResult]) -> str:
     lines += [
         "",
         f"device: {', '.join(devices) or 'unknown'}; ratios: baseline ms / search ms (> 1: the search is faster); "
-        "to 2 % of sweep: the search's candidates up to its first within 2 % of the sweep's best (in-round times)",
+        f"to {WITHIN - 1:.0%} of sweep: the search's candidates up to its first within {WITHIN - 1:.0%} of the sweep's "
+        "best (in-round times; 0: a starting kernel was)",
     ]
     return "\n".join(lines + ([""] + notes if notes else []))
 

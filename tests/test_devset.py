@@ -145,10 +145,12 @@ def test_a_row_puts_search_sweep_and_max_autotune_side_by_side(tmp_path: Path) -
     p = "26_GELU_"
     summary = '{"best_ms": 0.1, "candidates": 40, "input_ms": 0.17, "gpu_name": "NVIDIA H100"}'
     events = "\n".join(json.dumps(e) for e in [
-        {"event": "candidate", "id": "input", "median_ms": 0.09},  # a starting kernel, not a candidate
+        {"event": "candidate", "id": "input", "median_ms": 0.17},  # a starting kernel, not a candidate
         {"event": "candidate", "id": "r1-t0", "median_ms": 0.2}, {"event": "candidate", "id": "r1-t1", "median_ms": None},
         {"event": "round_end"}, {"event": "candidate", "id": "r2-t0", "median_ms": 0.0999}])  # fmt: skip
-    write_stage(tmp_path, p, "search", {"search/summary.json": summary, "search/events.jsonl": events}, wall_s=300)
+    write_stage(
+        tmp_path, p, "search", {"search/summary.json": summary, "search/events.jsonl": events}, wall_s=300
+    )
     write_stage(
         tmp_path, p, "sweep", {"sweep.out": 'progress\n{"best_ms": 0.098, "candidates": 120}\n'}, wall_s=120
     )
@@ -165,7 +167,33 @@ def test_a_row_puts_search_sweep_and_max_autotune_side_by_side(tmp_path: Path) -
     assert row.candidates_to_sweep == 3  # 0.0999 is within 2 % of 0.098, 0.2 is not
     assert row.notes == []
     table = ev.render([row])
-    assert "| 26_GELU_ | 0.16 | 0.1 | 40 | 5.0 | 3 | 0.098 | 120 | 2.0 | 0.093 | 1.60x | 0.98x | 0.93x |" in table
+    assert (
+        "| 26_GELU_ | 0.16 | 0.1 | 40 | 5.0 | 3 | 0.098 | 120 | 2.0 | 0.093 | 1.60x | 0.98x | 0.93x |"
+        in table
+    )
+
+
+def test_candidates_to_the_sweep_count_on_one_clock_and_a_good_start_is_zero(tmp_path: Path) -> None:
+    p = "89_cumsum"
+    events = [
+        {"event": "candidate", "id": "input", "median_ms": 1.2},
+        {"event": "candidate", "id": "r1-t0", "median_ms": 1.07},
+    ]
+    search = {"search/summary.json": '{"best_ms": 1.07, "candidates": 1}',
+              "search/events.jsonl": "\n".join(json.dumps(e) for e in events)}  # fmt: skip
+    write_stage(tmp_path, p, "search", search)
+    # The sweep's final re-timing says 1.06 (1.07 is within 2 %), but in the rounds, the search's clock, it
+    # timed 1.04: the search's 1.07 is not within 2 % of that.
+    sweep = {"sweep/summary.json": '{"best_ms": 1.06, "candidates": 9}',
+             "sweep/events.jsonl": json.dumps({"event": "candidate", "id": "r1-t3", "median_ms": 1.04})}  # fmt: skip
+    write_stage(tmp_path, p, "sweep", sweep)
+    (row,) = ev.collect([tmp_path])
+    assert row.sweep_round_ms == 1.04 and row.candidates_to_sweep is None
+    events[0]["median_ms"] = 1.05  # the input already within 2 % of the sweep's best
+    search["search/events.jsonl"] = "\n".join(json.dumps(e) for e in events)
+    write_stage(tmp_path, p, "search", search)
+    (row,) = ev.collect([tmp_path])
+    assert row.candidates_to_sweep == 0
 
 
 def test_without_a_bench_max_autotune_comes_from_the_searchs_own_run(tmp_path: Path) -> None:
@@ -179,6 +207,10 @@ def test_without_a_bench_max_autotune_comes_from_the_searchs_own_run(tmp_path: P
     write_stage(tmp_path, p, "bench", {"bench.out": bench_report(p, 4.7, 1.3).model_dump_json()})
     (row,) = ev.collect([tmp_path])
     assert (row.max_autotune_ms, row.input_ms) == (1.3, 4.7)  # the bench's, beside the input, wins
+    state = f'{{"round": 2, "beam": [{{"ranked_ms": 1.3}}], "rounds": [{{"tasks": 8}}], "baselines": {baselines}}}'
+    write_stage(tmp_path / "s", p, "search", {"search/state.json": state})  # stopped at its cap: no summary
+    (row,) = ev.collect([tmp_path / "s"])
+    assert row.max_autotune_ms == 1.25
     failed = summary.replace('"median_ms": 1.25, "status": "ok"', '"median_ms": null, "status": "failed"')
     write_stage(tmp_path / "b", p, "search", {"search/summary.json": failed})
     (row,) = ev.collect([tmp_path / "b"])

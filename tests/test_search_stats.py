@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def _candidate(run, round_: int, k: int) -> None:
     result = TaskResult(task_id=f"r{round_}-t{k}", parent_id="input", round=round_, direction=k, status="ok", reason="",
                         kernel=Kernel(source=f"x = {k}", origin="tuner"), stage_s={"verify": 2.0, "time": 3.0},
-                        timing=TimingResult(target="k.py", status="ok", duration_s=9.0, lock_wait_s=1.0,
+                        timing=TimingResult(target="k.py", status="ok", duration_s=9.0, lock_wait_s=0.5 + k,
                                             steps_s={"hashed": 0.1, "locked": 1.5, "measured": 3.0}))  # fmt: skip
     folder = run / "optimization_trace" / f"round_{round_}" / "candidates" / result.task_id
     folder.mkdir(parents=True)
@@ -42,7 +42,7 @@ def test_a_round_cut_short_is_not_counted(tmp_path) -> None:
     assert row["profile s/cand"] == 3.0 and row["profile wall s per round"] == 6.0
     # Only the seconds holding the lock count as timing, not the child's start, compile or wait.
     assert row["timing share %"] == 100 * 2 * 1.5 / 30.0 and row["profiling share %"] == 100 * 6.0 / 30.0
-    assert row["lock wait s/timing"] == 1.0
+    assert row["lock wait s/timing"] == 1.0  # the mean of 0.5 and 1.5
 
 
 def test_a_run_stopped_in_round_0_has_a_row_and_a_stray_file_is_refused(tmp_path) -> None:
