@@ -38,7 +38,8 @@ class SearchConfig(Record):
         f"then the final re-timing); auto: {OFFLINE_MINUTES:g} for the offline optimiser (its default rounds then end "
         "within 10 minutes on one GPU), none with a model or a replay; none: no limit")  # fmt: skip
     sweep: bool = Field(False, description="offline optimiser: try every point of the starting kernel's knob space in "
-                        "order instead of searching it (the anchor a search is measured against; scripts/sweep.py)")
+                        "order instead of searching it (the anchor a search is measured against; scripts/sweep.py); "
+                        "no round or minutes limit unless --rounds or --budget-minutes is given")
     compiler_seed: bool | None = Field(None, description="also start from torch.compile(mode='max-autotune-no-"
                                        "cudagraphs')'s own Triton kernels for the problem, made standalone with "
                                        "Inductor's chosen configs as knobs (docs/compile-seed.md); needs a GPU, or "

@@ -54,8 +54,7 @@ from beamsearch.schema import BenchReport, Record  # noqa: E402
 STAGES = ("search", "sweep", "bench")
 DEFAULT_CAP_MINUTES = {"search": 10.0, "sweep": 10.0, "bench": 6.0}
 # The optimiser's brute-force mode: every point of the starting kernel's knob space, through the same
-# verification and clock as the search. scripts/sweep.py rather than a bare ``beamsearch.run --sweep``:
-# the run's default rounds and minutes would end the sweep before its last point.
+# verification and clock as the search, beam width 1 and no profiles (scripts/sweep.py).
 DEFAULT_SWEEP_CMD = "{python} scripts/sweep.py --problem {problem} --out {out} --quiet"
 BENCH_BASELINES = ("eager", "compile", "compile-max-autotune")
 GRACE_S = 60.0  # after SIGINT: a search finishes its trace and shuts Ray down in this time

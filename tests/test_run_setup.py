@@ -127,6 +127,17 @@ def test_a_gpu_run_also_starts_from_the_compiler_seed_unless_told_or_sweeping() 
     assert on.compiler_seed is True
 
 
+def test_a_sweep_runs_to_its_last_point_unless_given_rounds_or_minutes() -> None:
+    from beamsearch.run import SWEEP_ROUNDS, parse_args
+
+    sweep, _, _ = parse_args(["--problem", "p", "--sweep"])
+    assert sweep.rounds == SWEEP_ROUNDS and sweep.minutes_budget() is None
+    told, _, _ = parse_args(["--problem", "p", "--sweep", "--rounds", "3", "--budget-minutes", "2"])
+    assert told.rounds == 3 and told.minutes_budget() == 2.0
+    search, _, _ = parse_args(["--problem", "p"])
+    assert search.rounds == 8 and search.minutes_budget() is not None
+
+
 @pytest.mark.parametrize(("round_", "seed_folder", "start_origin", "added"), [
     (0, False, "input", True),  # stopped during the seed's compile: it is measured now
     (0, True, "input", False),  # measured already
