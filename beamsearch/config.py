@@ -16,6 +16,7 @@ from pydantic import Field
 from beamsearch.schema import DType, Record, ShapeSet
 
 OFFLINE_MINUTES = 8.0  # the offline optimiser's default time budget: a round and the final re-timing fit after it
+SWEEP_ROUNDS = 1_000_000  # a sweep's rounds unless told: it ends when its space is spent
 
 
 class SearchConfig(Record):
@@ -36,7 +37,7 @@ class SearchConfig(Record):
     budget_minutes: Annotated[float, Field(gt=0)] | Literal["auto"] | None = Field(
         "auto", description="no round starts after this many minutes of the run (the round under way finishes, "
         f"then the final re-timing); auto: {OFFLINE_MINUTES:g} for the offline optimiser (its default rounds then end "
-        "within 10 minutes on one GPU), none with a model or a replay; none: no limit")  # fmt: skip
+        "within 10 minutes on one GPU), none with a model, a replay or a sweep; none: no limit")  # fmt: skip
     sweep: bool = Field(False, description="offline optimiser: try every point of the starting kernel's knob space in "
                         "order instead of searching it (the anchor a search is measured against; scripts/sweep.py); "
                         "no round or minutes limit unless --rounds or --budget-minutes is given")
@@ -93,7 +94,7 @@ class SearchConfig(Record):
         """``budget_minutes`` with auto resolved."""
         if self.budget_minutes != "auto":
             return self.budget_minutes
-        return None if self.llm or self.replay else OFFLINE_MINUTES
+        return None if self.llm or self.replay or self.sweep else OFFLINE_MINUTES
 
 
 def load_config_file(path: str | Path) -> dict:

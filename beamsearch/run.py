@@ -27,7 +27,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from beamsearch.cli_common import fail
-from beamsearch.config import SearchConfig, load_config_file
+from beamsearch.config import SWEEP_ROUNDS, SearchConfig, load_config_file
 from beamsearch.display import Display
 from beamsearch.driver import Driver, SearchError
 from beamsearch.model_watch import ModelLost
@@ -41,7 +41,6 @@ CPU_WORKERS = 2
 # A GPU's share for each of four workers: their compiles and checks overlap while one times; more measured
 # no faster (docs/scaling.md).
 WORKERS_PER_GPU = 4
-SWEEP_ROUNDS = 1_000_000  # a sweep's rounds unless told: it ends when its space is spent
 # Options a resumed run may change; the others are the run's own. More rounds or budget, the display, and how
 # to reach the model (a run stopped because its model went away resumes with the model's new address).
 RESUME_MAY_CHANGE = {"rounds", "quiet", "budget_minutes", "budget_candidates", "api_base", "api_key_env",
@@ -95,9 +94,8 @@ def parse_args(argv: list[str] | None) -> tuple[SearchConfig, bool, set[str]]:
     if args.budget_minutes == "none":
         given["budget_minutes"] = None
     values |= given
-    if values.get("sweep"):  # every point: the search's default rounds and minutes would end it before its last
+    if values.get("sweep"):  # every point: the search's default rounds would end it before its last
         values.setdefault("rounds", SWEEP_ROUNDS)
-        values.setdefault("budget_minutes", None)
     if "problem" not in values:
         if not (args.resume and "out" in values):
             p.error("--problem is required (on the command line or in --config); --resume --out DIR needs neither")

@@ -25,6 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from beamsearch.config import SWEEP_ROUNDS  # noqa: E402
 from beamsearch.problems import ProblemNotFound, resolve_problem  # noqa: E402
 from beamsearch.state import BeamState, Summary  # noqa: E402
 from workers.proposers.knob_space import describe  # noqa: E402
@@ -33,7 +34,7 @@ from workers.proposers.searcher import Searcher  # noqa: E402
 SWEEP_OPTIONS = [
     "--sweep",
     "--rounds",
-    "1000000",
+    str(SWEEP_ROUNDS),
     "--budget-minutes",
     "none",
     "--beam-width",

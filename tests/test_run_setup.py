@@ -128,7 +128,8 @@ def test_a_gpu_run_also_starts_from_the_compiler_seed_unless_told_or_sweeping() 
 
 
 def test_a_sweep_runs_to_its_last_point_unless_given_rounds_or_minutes() -> None:
-    from beamsearch.run import SWEEP_ROUNDS, parse_args
+    from beamsearch.config import SWEEP_ROUNDS
+    from beamsearch.run import parse_args
 
     sweep, _, _ = parse_args(["--problem", "p", "--sweep"])
     assert sweep.rounds == SWEEP_ROUNDS and sweep.minutes_budget() is None
