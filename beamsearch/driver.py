@@ -105,7 +105,7 @@ class Driver:
         entry = entry_of(result)
         history = [a for a in [attempt_of(result)] if a is not None]  # so no proposer offers the input again
         self.state = state.model_copy(update={"beam": [entry], "input": entry, "baselines": baselines, "floor": floor,
-                                              "gpu_name": facts.gpu_name, "config": config, "seen": seen, "fastest_compiled": fastest, "history": history,
+                                              "gpu_name": facts.gpu_name, "shared_bytes": facts.shared_bytes, "config": config, "seen": seen, "fastest_compiled": fastest, "history": history,
                                               "started_at": time.time()})  # fmt: skip
         self._save()
         if seed_beside:
@@ -223,7 +223,8 @@ class Driver:
         # resource limit, which would fail the same way.
         make = functools.partial(Searcher, strategy="exhaustive") if config.sweep else Searcher
         return Optimiser(state.optimiser, problem_sizes(state.spec.problem_path, state.spec.shapes), config.seed,
-                         budget=left, make=make)  # fmt: skip
+                         budget=left, make=make, operand_bytes=4 if state.spec.dtype == "fp32" else 2,
+                         shared_bytes=state.shared_bytes)  # fmt: skip
 
     def _round_size(self, offline: bool) -> int:
         """Offline, as many candidates as the workers can take; else beam width x directions; cut to the

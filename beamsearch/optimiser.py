@@ -45,11 +45,14 @@ class Optimiser:
     """The searchers of one round: ``plan`` its tasks, ``observe`` each result, ``state`` to save."""
 
     def __init__(self, saved: OptimiserState, sizes: dict[str, int] | None, seed: int, budget: int | None,
-                 make: MakeSearcher = Searcher) -> None:  # fmt: skip
+                 make: MakeSearcher = Searcher, operand_bytes: int = 2, shared_bytes: int | None = None) -> None:  # fmt: skip
         """``sizes``: the problem's dimensions, which bound the block sizes (``space_of``); ``budget``: the
         candidates the run means to spend, given to a new searcher (exhaustive when its space fits);
-        ``make``: the searcher class (with its exhaustive strategy for a sweep)."""
+        ``make``: the searcher class (with its exhaustive strategy for a sweep); ``operand_bytes`` (of the
+        run's dtype) and ``shared_bytes`` (the GPU's shared memory a program may take, None on the CPU): what
+        a dot kernel's tiles may use (``knob_space.over_limits``)."""
         self.sizes, self.seed, self.budget, self.make = sizes, seed, budget, make
+        self.operand_bytes, self.shared_bytes = operand_bytes, shared_bytes
         self.searches: dict[str, SpaceSearch] = dict(saved.searches)
         self.outcomes: dict[str, Outcome] = dict(saved.outcomes)
         self.live: dict[str, SearcherLike] = {}
@@ -70,7 +73,7 @@ class Optimiser:
         for entry in state.beam[: state.config.beam_width]:
             if roots is not None and self._root_origin(entry) not in roots:
                 continue
-            key = self._search_of(entry, state.spec.dtype)
+            key = self._search_of(entry)
             if key is not None:
                 parents.setdefault(key, entry)
         tasks: list[Task] = []
@@ -91,7 +94,7 @@ class Optimiser:
             return self.searches[kernel.parent_hash].root.origin
         return kernel.origin
 
-    def _search_of(self, entry: BeamEntry, dtype: str) -> str | None:
+    def _search_of(self, entry: BeamEntry) -> str | None:
         """The key of the search whose space ``entry`` is a point of; a new search rooted at ``entry`` if
         none is; None for a kernel with no knobs."""
         kernel = entry.kernel
@@ -99,14 +102,14 @@ class Optimiser:
             return kernel.parent_hash
         if kernel.hash in self.searches:
             return kernel.hash
-        space = space_of(kernel.source, self.sizes)
+        space = space_of(kernel.source, self.sizes, self.operand_bytes, self.shared_bytes)
         if not space.dims:
             return None
         bottleneck = entry.roofline.bottleneck if entry.roofline is not None else "unknown"
         # A dot kernel's tiles come before the roofline's moves whatever its class: a first draft's small
         # tiles make a matmul look underutilised or memory-bound, and the tiles are what cure both.
         roofline = first_points(space, bottleneck)
-        tiles = tensor_core_tiles(kernel.source, space, operand_bytes=4 if dtype == "fp32" else 2)
+        tiles = tensor_core_tiles(kernel.source, space, self.operand_bytes)
         first = roofline[:1] + tiles + roofline[1:]  # the kernel's own point first
         searcher = self.make(space, self._seed(kernel.hash), state=None, first=first, budget=self.budget)
         self.live[kernel.hash] = searcher

@@ -322,6 +322,8 @@ class DeviceFacts(Record):
     gpu_name: str = Field(description="the GPU's name, or 'cpu (Triton interpreter)'")
     floor_note: str = Field("", description="why there is no floor")
     memory_gb: float | None = Field(None, description="the GPU's total memory; None on the CPU")
+    shared_bytes: int | None = Field(None, description="the shared memory one program may take (the opt-in "
+                                     "limit Triton checks a launch against); None on the CPU")  # fmt: skip
 
 
 BenchReport.model_rebuild()

@@ -7,6 +7,8 @@ from __future__ import annotations
 import math
 from typing import Literal
 
+from pydantic import Field
+
 from beamsearch.schema import Record
 
 Strategy = Literal["exhaustive", "tpe", "hybrid", "random", "coordinate"]
@@ -21,8 +23,25 @@ class KnobDim(Record):
     start: int
 
 
+class DotTile(Record):
+    """A ``tl.dot`` launch's tile knobs, by dimension name, and what its points cost the hardware: an
+    fp32 accumulator of BLOCK_M x BLOCK_N spread over the program's threads, and a shared-memory
+    pipeline of ``num_stages`` operand tiles (``workers.proposers.knob_space.over_limits``)."""
+
+    m: str
+    n: str
+    k: str
+    warps: str | None = None  # None: the launch leaves Triton's default (4)
+    stages: str | None = None  # None: Triton's default (3)
+    operand_bytes: int = 2
+    shared_bytes: int | None = Field(None, description="the GPU's shared memory a program may take; None "
+                                     "when unknown (the CPU): then only the registers limit points")  # fmt: skip
+
+
 class KnobSpace(Record):
     dims: list[KnobDim]
+    tiles: list[DotTile] = Field([], description="the dot launches whose points beyond a program's registers "
+                                 "or shared memory are never suggested")  # fmt: skip
 
     def size(self) -> int:
         """The number of points (the product of the dimensions' value counts); 1 for a space without knobs."""

@@ -257,6 +257,8 @@ class BeamState(Record):
     pending: list[PendingKernel] = Field([], description="handed-back kernels the last round had no place for: "
                                          "they open the next round")  # fmt: skip
     gpu_name: str = ""
+    shared_bytes: int | None = Field(None, description="the shared memory a program may take on the GPU "
+                                     "(DeviceFacts); None on the CPU")  # fmt: skip
     started_at: float = 0.0
     elapsed_s: float = Field(0.0, description="wall seconds over all sessions of the run")
 

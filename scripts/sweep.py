@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 from beamsearch.config import SWEEP_ROUNDS  # noqa: E402
 from beamsearch.problems import ProblemNotFound, resolve_problem  # noqa: E402
 from beamsearch.state import BeamState, Summary  # noqa: E402
-from workers.proposers.knob_space import describe  # noqa: E402
+from workers.proposers.knob_space import describe, points_within_limits  # noqa: E402
 from workers.proposers.searcher import Searcher  # noqa: E402
 
 SWEEP_OPTIONS = [
@@ -57,6 +57,7 @@ def sweep_result(out: Path) -> dict:
     return {
         "run": str(out),
         "space_points": root.space.size() if root else 1,
+        "points_within_limits": points_within_limits(root.space) if root else 1,  # what a sweep covers
         "best_point": best[0] if best else None,
         "best_change": describe(root.space, best[0]) if root and best else "",
         "best_point_ms": best[1] if best else None,  # as first timed, among the sweep's candidates

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import json
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +16,9 @@ from workers.proposers.knob_space import (
     MMA_PIPELINE_BYTES,
     KnobSpace,
     describe,
+    over_limits,
+    pipeline_bytes,
+    points_within_limits,
     render,
     space_of,
     tensor_core_tiles,
@@ -195,3 +200,60 @@ def test_each_launch_of_a_dot_kernel_gets_its_own_tiles_and_none_is_the_start() 
     assert space.start()["mm_kernel:BLOCK_N"] == 256 and space.start() not in tensor_core_tiles(
         at_a_tile, space
     )
+
+
+def test_a_dot_launchs_tiles_past_a_threads_registers_or_the_shared_memory_are_over_its_limits() -> None:
+    space = space_of(SOURCE, sizes={"M": 4096, "N": 4096, "K": 4096}, shared_bytes=232448)
+    (tile,) = space.tiles  # the dot launch only, with the warps and stages the tuner adds (Triton's 4 and 3)
+    assert (tile.m, tile.n, tile.k, tile.warps, tile.stages) == ("mm_kernel:BLOCK_M", "mm_kernel:BLOCK_N",
+                                                                 "mm_kernel:BLOCK_K", "mm_kernel:num_warps",
+                                                                 "mm_kernel:num_stages")  # fmt: skip
+    start = space.start()
+    assert over_limits(space, start) is None
+    assert "registers" in over_limits(space, start | {"mm_kernel:BLOCK_M": 128, "mm_kernel:BLOCK_N": 256})
+    assert over_limits(space, start | {"mm_kernel:BLOCK_M": 128, "mm_kernel:BLOCK_N": 128}) is None
+    wide_k = start | {"mm_kernel:BLOCK_M": 64, "mm_kernel:BLOCK_N": 128, "mm_kernel:BLOCK_K": 1024}
+    assert "shared memory" in over_limits(space, wide_k)  # 3 stages of 192 KB
+    # Unknown shared memory (the CPU): only the registers limit points; a space without dots, nothing.
+    cpu = space_of(SOURCE, sizes={"M": 4096, "N": 4096, "K": 4096})
+    assert over_limits(cpu, wide_k) is None and "registers" in over_limits(cpu, start | {"mm_kernel:BLOCK_M": 4096})
+    scale_only = SOURCE.replace("acc += tl.dot(tl.load(a), tl.load(b))", "acc += tl.load(a)")
+    plain = space_of(scale_only, shared_bytes=232448)
+    assert plain.tiles == [] and points_within_limits(plain) == plain.size()
+    assert 0 < points_within_limits(space) < space.size()
+    # Every tensor-core tile the optimiser tries first is within them.
+    assert all(over_limits(space, p) is None for p in tensor_core_tiles(SOURCE, space))
+
+
+def test_the_limits_agree_with_what_a_gpu_did_with_the_matmuls_points() -> None:
+    """Every candidate of four matmul searches on an H200: each point past the 8 s compile limit or failed
+    in ptxas is over the registers; each that ran out of shared memory needed what ``pipeline_bytes``
+    says, byte for byte; an ok point over the limits is one that spilled (several times the best's time)."""
+    record = json.loads((DATA / "gpu_limits" / "h200_matmul_points.json").read_text())
+    source = (Path(__file__).parents[1] / "artifacts" / "2_Standard_matrix_multiplication_" / "input_kernel.py").read_text()
+    space = space_of(source, sizes={"M": 4096, "N": 4096, "K": 4096}, shared_bytes=record["shared_bytes"])
+    (tile,) = space.tiles
+    best = min(p["ms"] for p in record["points"] if p["ms"])
+    outcomes: dict[str, int] = {}
+    for p in record["points"]:
+        point = space.complete({f"_matmul_kernel:{k}": v for k, v in p["changes"].items()})
+        over = over_limits(space, point)
+        outcomes[p["outcome"]] = outcomes.get(p["outcome"], 0) + 1
+        if p["outcome"] in ("compile_limit", "ptxas_error"):
+            assert over is not None and "registers" in over, p
+        elif p["outcome"] == "shared_memory":
+            assert pipeline_bytes(tile, point) == p["required_bytes"] and over is not None, p
+        else:
+            assert over is None or ("registers" in over and p["ms"] > 5 * best), (p, over)
+    assert outcomes == {"ok": 200, "shared_memory": 25, "compile_limit": 17, "ptxas_error": 14}
+
+
+@pytest.mark.gpu
+def test_the_runs_shared_memory_limit_is_the_one_triton_checks_a_launch_against() -> None:
+    from triton.runtime import driver
+
+    from workers.actor.task import device_facts
+
+    problem = resolve_problem("2_Standard_matrix_multiplication_")
+    facts = device_facts(RunSpec(problem_path=problem.problem_path, shapes="full", device="cuda"))
+    assert facts.shared_bytes == driver.active.utils.get_device_properties(0)["max_shared_mem"] > 0

@@ -71,7 +71,7 @@ class ShuffleSearcher:
 
 @pytest.fixture(autouse=True)
 def fake_space(monkeypatch):
-    monkeypatch.setattr(optimiser_module, "space_of", lambda source, sizes=None: SPACE if "scale_kernel" in source
+    monkeypatch.setattr(optimiser_module, "space_of", lambda source, sizes=None, *hardware: SPACE if "scale_kernel" in source
                         else KnobSpace(dims=[]))  # fmt: skip
     monkeypatch.setattr(optimiser_module, "render", fake_render)
     monkeypatch.setattr(optimiser_module, "describe", lambda space, point: str(sorted(point.items())))
@@ -242,6 +242,29 @@ def test_a_dot_kernel_tries_tensor_core_tiles_before_the_rooflines_moves(monkeyp
     ]
     # After the six tiles, the roofline's moves: one knob at a time from the kernel's own point.
     assert len(tasks) == 8 and tasks[6].kernel.note.count("->") == 1
+
+
+def test_a_dot_kernels_search_knows_the_gpus_shared_memory_and_the_runs_operand_size(monkeypatch) -> None:
+    """The GPU's shared memory a program may take (the run's device facts) and the dtype's operand size
+    reach the dot launch's limits: no planned point is over them, whatever round it is planned in."""
+    from workers.proposers import knob_space, searcher
+
+    for name in ("space_of", "render", "describe"):
+        monkeypatch.setattr(optimiser_module, name, getattr(knob_space, name))
+    monkeypatch.setattr(optimiser_module, "first_points", searcher.first_points)
+    problem = DATA.parent.parent / "artifacts" / "2_Standard_matrix_multiplication_"
+    source = (problem / "input_kernel.py").read_text()
+    state = beam_state(roofline="compute")
+    entry = state.input.model_copy(update={"kernel": Kernel(source=source, origin="input")})
+    state = state.model_copy(update={"beam": [entry], "input": entry, "seen": {code_hash(source): "input"}})
+    sizes = problem_sizes(str(problem / "problem.py"), "full")
+    opt = Optimiser(state.optimiser, sizes, seed=0, budget=200, operand_bytes=4, shared_bytes=100_000)
+    tasks = opt.plan(state, 1, 60)
+    (search,) = opt.state().searches.values()
+    (tile,) = search.space.tiles
+    assert (tile.operand_bytes, tile.shared_bytes) == (4, 100_000)
+    points = [point for task in tasks for _, point in opt.points[task.id]]
+    assert len(points) == 60 and all(knob_space.over_limits(search.space, p) is None for p in points)
 
 
 def test_problem_sizes_read_without_running_the_problem() -> None:

@@ -7,7 +7,7 @@ import itertools
 import pytest
 
 from scripts.searcher_bench import MODELS, optimum_ms
-from workers.proposers.knob_space import KnobDim, KnobSpace
+from workers.proposers.knob_space import DotTile, KnobDim, KnobSpace, over_limits, points_within_limits
 from workers.proposers.searcher import Searcher, SearcherState, first_points, is_resource_failure
 
 SPACE = KnobSpace(dims=[
@@ -95,6 +95,24 @@ def test_a_resource_failure_rules_out_every_point_above_it() -> None:
     points = drive(searcher, lambda p: 1.0 + abs(p["k:BLOCK_M"] - 256) + abs(p["k:num_warps"] - 4), 400)
     assert not [p for p in points if above(p)]
     assert len(points) == 400 and any(p["k:BLOCK_M"] >= 64 and p["k:num_warps"] == 8 for p in points)
+
+
+@pytest.mark.parametrize("strategy", ["exhaustive", "hybrid"])
+def test_points_over_a_dot_launchs_limits_are_never_suggested(strategy: str) -> None:
+    """A dot launch's tiles past a thread's registers or the GPU's shared memory are never tried; an
+    exhaustive search covers exactly the rest."""
+    k = KnobDim(name="k:BLOCK_K", kind="block", values=[16, 32, 64, 128], start=32)
+    tile = DotTile(m="k:BLOCK_M", n="k:BLOCK_N", k="k:BLOCK_K", warps="k:num_warps", stages="k:num_stages",
+                   shared_bytes=64 * 1024)  # fmt: skip
+    space = KnobSpace(dims=[*SPACE.dims, k], tiles=[tile])
+    within = points_within_limits(space)
+    assert 0 < within < space.size()
+    searcher = Searcher(space, seed=2, budget=space.size() if strategy == "exhaustive" else 50)
+    evaluations = space.size() if strategy == "exhaustive" else 120  # TPE's model is slow past a few hundred
+    points = drive(searcher, lambda p: 1.0 + abs(p["k:BLOCK_M"] - 128) + abs(p["k:BLOCK_K"] - 64), evaluations)
+    assert points and all(over_limits(space, p) is None for p in points)
+    if strategy == "exhaustive":
+        assert len(points) == within and searcher.suggest(1) == []
 
 
 def test_other_failures_rule_out_only_their_point() -> None:

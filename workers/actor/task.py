@@ -369,7 +369,7 @@ def time_baselines(spec: RunSpec, targets: list[str]) -> list[Baseline]:
 
 
 def device_facts(spec: RunSpec) -> DeviceFacts:
-    """The floor, the GPU's name and memory. Counting work imports the problem (not a candidate) here."""
+    """The floor, the GPU's name, memory and shared memory a program may take. Counting work imports the problem (not a candidate) here."""
     if not spec.device.startswith("cuda"):
         return DeviceFacts(floor=None, gpu_name="cpu (Triton interpreter)", floor_note="CPU run: no floor")
     import torch
@@ -379,11 +379,13 @@ def device_facts(spec: RunSpec) -> DeviceFacts:
 
     device = torch.device(spec.device)
     name = torch.cuda.get_device_name(device)
-    memory_gb = round(torch.cuda.get_device_properties(device).total_memory / 1e9, 1)
+    props = torch.cuda.get_device_properties(device)
+    facts = DeviceFacts(floor=None, gpu_name=name, memory_gb=round(props.total_memory / 1e9, 1),
+                        shared_bytes=getattr(props, "shared_memory_per_block_optin", None))  # fmt: skip
     try:
-        return DeviceFacts(floor=problem_floor(spec, name), gpu_name=name, memory_gb=memory_gb)
+        return facts.model_copy(update={"floor": problem_floor(spec, name)})
     except UnknownGpu as e:
-        return DeviceFacts(floor=None, gpu_name=name, floor_note=str(e), memory_gb=memory_gb)
+        return facts.model_copy(update={"floor_note": str(e)})
 
 
 # max-autotune of a matmul takes about a minute, of a pooling 47 s on an H100; a GPU search starts from the seed by

@@ -19,9 +19,11 @@ a loop over tiles, and no rewrite of an arbitrary kernel body is safe in general
 from __future__ import annotations
 
 import ast
+import itertools
+import math
 import re
 
-from beamsearch.search_records import KnobDim, KnobSpace
+from beamsearch.search_records import DotTile, KnobDim, KnobSpace
 from workers.proposers.tuner import Knob, apply, find_knobs
 
 BLOCK_CAP = 1 << 16  # the largest block value considered; larger tiles do not fit a program's registers
@@ -37,13 +39,23 @@ MMA_WIDE_TILE = 128 * 256  # tiles at least this large get 8 warps, smaller ones
 # Shared memory one tile's operand pipeline may take (each stage a tile of A and one of B): enough stages to
 # hide the loads, within an A100's 164 KB and an H100's 227 KB.
 MMA_PIPELINE_BYTES = 160 * 1024
+# A thread of an NVIDIA GPU addresses at most 255 registers, and a program's threads share one SM's file of
+# 64 K: a dot launch whose fp32 accumulator alone needs that many a thread spills it to local memory, or
+# fails in ptxas (its compile outlasting a search's limit first, often).
+REGISTERS_PER_THREAD = 256
+REGISTER_FILE = 65536
+TRITON_DEFAULT_WARPS = 4  # what Triton launches with when a launch names no num_warps
+TRITON_DEFAULT_STAGES = 3  # ... and no num_stages (on a GPU)
 
 
-def space_of(source: str, sizes: dict[str, int] | None = None) -> KnobSpace:
+def space_of(source: str, sizes: dict[str, int] | None = None, operand_bytes: int = 2,
+             shared_bytes: int | None = None) -> KnobSpace:  # fmt: skip
     """Every knob of every launch in ``source``, with legal values; no dims when it has none or does not
     parse. ``sizes`` maps problem dimension names (``{"M": 4096, "N": 4096, "K": 4096}``) to sizes: a
     block knob whose name names an axis (``BLOCK_K``, ``BLOCK_SIZE_K``, ``K_BLOCK``, ``TILE_K``, ``BK``:
-    ``_axis_of``) is bounded by that size, any other by the largest."""
+    ``_axis_of``) is bounded by that size, any other by the largest. Each ``tl.dot`` launch with M, N and
+    K block knobs gets a ``DotTile``: its knobs, its operands' ``operand_bytes`` and the ``shared_bytes``
+    of the GPU's shared memory a program may take (``over_limits``)."""
     dot_kernels = _kernels_calling_dot(source)
     dims = []
     for name, knob in _named_knobs(source).items():
@@ -58,7 +70,62 @@ def space_of(source: str, sizes: dict[str, int] | None = None) -> KnobSpace:
         dims.append(
             KnobDim(name=name, kind=knob.kind, values=sorted({*values, knob.value}), start=knob.value)
         )
-    return KnobSpace(dims=dims)
+    tiles = [DotTile(m=axes["M"].name, n=axes["N"].name, k=axes["K"].name, warps=_name(knobs.get("num_warps")),
+                     stages=_name(knobs.get("num_stages")), operand_bytes=operand_bytes, shared_bytes=shared_bytes)
+             for knobs, axes in _dot_launches(dot_kernels, dims)]  # fmt: skip
+    return KnobSpace(dims=dims, tiles=tiles)
+
+
+def over_limits(space: KnobSpace, point: dict[str, int]) -> str | None:
+    """Why ``point`` cannot run well on a GPU, or None: a dot launch whose fp32 accumulator alone takes
+    all the registers a thread may have (``REGISTERS_PER_THREAD``, or its share of ``REGISTER_FILE``),
+    or whose operand pipeline needs more shared memory than a program may take (``pipeline_bytes``).
+    ``point`` has every name of the space."""
+    for tile in space.tiles:
+        bm, bn = point[tile.m], point[tile.n]
+        warps = _warps(tile, point)
+        threads = 32 * warps
+        per_thread, most = bm * bn // threads, min(REGISTERS_PER_THREAD, REGISTER_FILE // threads)
+        if per_thread >= most:
+            return (f"{tile.m} x {tile.n} = {bm} x {bn} over {warps} warps: an accumulator of {per_thread} "
+                    f"registers a thread, which may have fewer than {most}")  # fmt: skip
+        shared = pipeline_bytes(tile, point)
+        if tile.shared_bytes is not None and shared > tile.shared_bytes:
+            return (f"{tile.m}, {tile.n}, {tile.k} = {bm}, {bn}, {point[tile.k]} with {_stages(tile, point)} "
+                    f"stages over {warps} warps: {shared} bytes of shared memory, and a program may take "
+                    f"{tile.shared_bytes}")  # fmt: skip
+    return None
+
+
+def pipeline_bytes(tile: DotTile, point: dict[str, int]) -> int:
+    """The shared memory a dot launch's operand tiles take at ``point``: one BLOCK_M x BLOCK_K and one
+    BLOCK_K x BLOCK_N tile a buffer; ``num_stages`` buffers where a warp group's MMA can take the tile (4
+    warps or more, BLOCK_M of 64 or more), which reads its operands there; else one fewer. Triton's
+    OutOfResources on an H200 required exactly this every time, and no point it ran needed more
+    (tests/data/gpu_limits)."""
+    stages = _stages(tile, point)
+    warp_group = _warps(tile, point) >= 4 and point[tile.m] >= 64
+    buffers = stages if warp_group else max(stages - 1, 1)
+    return buffers * (point[tile.m] + point[tile.n]) * point[tile.k] * tile.operand_bytes
+
+
+def _warps(tile: DotTile, point: dict[str, int]) -> int:
+    return point[tile.warps] if tile.warps else TRITON_DEFAULT_WARPS
+
+
+def _stages(tile: DotTile, point: dict[str, int]) -> int:
+    return point[tile.stages] if tile.stages else TRITON_DEFAULT_STAGES
+
+
+def points_within_limits(space: KnobSpace) -> int:
+    """How many points of ``space`` are within its limits (``over_limits``): the combinations of the dot
+    launches' knobs that are, times the values of every other knob."""
+    named = {name for tile in space.tiles for name in (tile.m, tile.n, tile.k, tile.warps, tile.stages) if name}
+    limited = [d for d in space.dims if d.name in named]
+    start = space.start()
+    within = sum(over_limits(space, start | dict(zip([d.name for d in limited], values, strict=True))) is None
+                 for values in itertools.product(*(d.values for d in limited)))  # fmt: skip
+    return within * math.prod(len(d.values) for d in space.dims if d.name not in named)
 
 
 def tensor_core_tiles(source: str, space: KnobSpace, operand_bytes: int = 2) -> list[dict[str, int]]:
@@ -67,19 +134,9 @@ def tensor_core_tiles(source: str, space: KnobSpace, operand_bytes: int = 2) -> 
     ``operand_bytes``, and 8 warps for wide tiles. A tile value the space does not allow (a problem smaller
     than the tile) becomes the nearest legal one. Other knobs stay at their start. Empty for a kernel
     without such a launch: these are first points for the searcher, never a limit."""
-    dot_kernels = _kernels_calling_dot(source)
-    launches: dict[tuple[str, str], dict[str, KnobDim]] = {}  # (kernel, "#n" of a repeated launch) -> knobs
-    for dim in space.dims:
-        launch, knob = dim.name.split(":", 1)
-        knob, _, repeat = knob.partition("#")
-        if launch in dot_kernels:
-            launches.setdefault((launch, repeat), {})[knob] = dim
     start = space.start()
     points: list[dict[str, int]] = []
-    for knobs in launches.values():
-        axes = {_axis_of(name): dim for name, dim in knobs.items() if dim.kind == "block"}
-        if not {"M", "N", "K"} <= axes.keys():
-            continue
+    for knobs, axes in _dot_launches(_kernels_calling_dot(source), space.dims):
         warps, stages = knobs.get("num_warps"), knobs.get("num_stages")
         for tile in MMA_TILES:
             bm, bn, bk = (_nearest_legal(axes[a], v) for a, v in zip("MNK", tile, strict=True))
@@ -94,6 +151,27 @@ def tensor_core_tiles(source: str, space: KnobSpace, operand_bytes: int = 2) -> 
             if point != start and point not in points:
                 points.append(point)
     return points
+
+
+def _dot_launches(dot_kernels: set[str], dims: list[KnobDim]) -> list[tuple[dict[str, KnobDim], dict[str, KnobDim]]]:
+    """For each launch of a ``tl.dot`` kernel with M, N and K block knobs: its knobs by knob name, and its
+    block knobs by axis. A kernel launched twice is two launches (``#n``)."""
+    launches: dict[tuple[str, str], dict[str, KnobDim]] = {}  # (kernel, "#n" of a repeated launch) -> knobs
+    for dim in dims:
+        launch, knob = dim.name.split(":", 1)
+        knob, _, repeat = knob.partition("#")
+        if launch in dot_kernels:
+            launches.setdefault((launch, repeat), {})[knob] = dim
+    found = []
+    for knobs in launches.values():
+        axes = {_axis_of(name): dim for name, dim in knobs.items() if dim.kind == "block"}
+        if {"M", "N", "K"} <= axes.keys():
+            found.append((knobs, axes))
+    return found
+
+
+def _name(dim: KnobDim | None) -> str | None:
+    return dim.name if dim is not None else None
 
 
 def render(source: str, space: KnobSpace, point: dict[str, int]) -> str:

@@ -10,9 +10,12 @@ best so far. Otherwise ``hybrid``: in turn, a point from Optuna's TPE sampler (a
 rebuilt from the observations), an untried neighbour of the best point, and a uniform random point.
 docs/optimiser.md has the measurement behind the choice (``python -m scripts.searcher_bench``).
 
-Learned limits: a point that failed for lack of resources (shared memory, registers, spills: any
-failure text ``is_resource_failure`` recognises) is never suggested again, and neither is any point that dominates it (the same warps and grid, every block and
-the stages at least as large). Other failures rule out only the point itself.
+Limits known before any run: a point of a ``tl.dot`` launch whose accumulator overflows a thread's registers
+or whose operand pipeline overflows the GPU's shared memory (``knob_space.over_limits``) is never
+suggested. Learned limits: a point that failed for lack of resources (shared memory, registers, spills:
+any failure text ``is_resource_failure`` recognises) is never suggested again, and neither is any point
+that dominates it (the same warps and grid, every block and the stages at least as large). Other
+failures rule out only the point itself.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 
 from beamsearch.search_records import KnobSpace, Observation, SearcherState, Strategy
+from workers.proposers.knob_space import over_limits
 from workers.proposers.tuner import MOVES
 
 DEFAULT_BUDGET = 100  # without a budget, spaces up to this many points are searched exhaustively
@@ -76,6 +80,7 @@ class Searcher:
         self._observations = list(state.observations)
         self._limits = [self._index(p) for p in state.limits]
         self._upward = [d.kind in ("block", "stages") for d in space.dims]
+        self._over: dict[Index, bool] = {}  # over_limits, by point: a walk asks again and again
 
     def suggest(self, n: int) -> list[dict[str, int]]:
         """Up to ``n`` new points never suggested before and not ruled out; [] when none is left."""
@@ -220,7 +225,15 @@ class Searcher:
                             state=TrialState.RUNNING)  # fmt: skip
 
     def _free(self, index: Index) -> bool:
-        return index not in self._seen and not any(self._dominates(index, limit) for limit in self._limits)
+        return index not in self._seen and not self._over_limits(index) \
+            and not any(self._dominates(index, limit) for limit in self._limits)  # fmt: skip
+
+    def _over_limits(self, index: Index) -> bool:
+        if not self.space.tiles:
+            return False
+        if index not in self._over:
+            self._over[index] = over_limits(self.space, self._point(index)) is not None
+        return self._over[index]
 
     def _dominates(self, index: Index, limit: Index) -> bool:
         """Whether ``index`` needs at least ``limit``'s resources: the same warps and grid, every block
