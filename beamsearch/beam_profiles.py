@@ -8,6 +8,11 @@ each idle worker profiles a kernel the beam would keep if the round ended now (`
 pool's spare work). A kernel that later results push out of the beam was profiled for nothing (counted
 in the round's ``profiles_unused``); one that enters late is profiled when it does, so when the
 round's tasks are done, every kernel of the beam has a profile or a reason why not.
+
+Only the kernels whose profile a proposer reads are profiled: with a model or a replay, all of them (the
+model starts from its parent's profile); offline, the kernels that start a knob search (the input, the
+compiler seed), whose roofline orders its first points. A knob variant is a point of its root's search,
+which reads no profile: the run's best is profiled at the end instead (``Driver.finish``).
 """
 
 from __future__ import annotations
@@ -15,10 +20,17 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from beamsearch.beam import select_beam
-from beamsearch.schema import Profile
+from beamsearch.schema import Kernel, Profile
 from beamsearch.state import BeamEntry, BeamState, ProfileJob, ProfileResult, TaskResult
 
 NOT_PROFILED = "not profiled: only the kernels the beam keeps are profiled, since they are the next round's parents"
+NOT_READ = "not profiled: no proposer reads a knob variant's profile offline; the run's best is profiled at the end"
+
+
+def profile_read(kernel: Kernel, proposing: bool) -> bool:
+    """Whether a proposer reads a beam kernel's profile: a model's (or replay's) parent, or an offline knob
+    search's root."""
+    return proposing or kernel.origin != "tuner"
 
 
 class BeamProfiles:
@@ -29,6 +41,7 @@ class BeamProfiles:
         """``results``: the round's candidates so far, the list the driver appends to as they come."""
         self.state, self.round, self.results, self.notify = state, round_, results, notify
         self.on = state.config.profile and state.spec.device.startswith("cuda")
+        self.proposing = bool(state.config.llm or state.config.replay)
         self.started: set[str] = set()  # kernels with a profile job
         self.done: dict[str, ProfileResult] = {}  # kernel id -> its profile job's result
 
@@ -37,7 +50,7 @@ class BeamProfiles:
         if not self.on:
             return None
         for entry in select_beam(self.state.beam, self.results, self.state.config.beam_width):
-            if entry.profile is None and entry.id not in self.started:
+            if entry.profile is None and entry.id not in self.started and profile_read(entry.kernel, self.proposing):
                 self.started.add(entry.id)
                 self.notify("profile_beam", round=self.round, ids=[entry.id])
                 return ProfileJob(id=f"r{self.round}-profile-{entry.id}", round=self.round, entry=entry,
@@ -49,16 +62,18 @@ class BeamProfiles:
         self.done[result.kernel_id] = result
 
     def apply(self, beam: list[BeamEntry], results: list[TaskResult]) -> tuple[list[BeamEntry], list[TaskResult]]:
-        """The beam and the round's results with their profiles; an ok candidate neither kept nor
-        profiled is marked not profiled. Returns the beam and every result (changed ones are new objects)."""
+        """The beam and the round's results with their profiles; an ok candidate not profiled, not kept or
+        kept but read by no proposer, is marked not profiled (and why). Returns the beam and every result (changed ones are new objects)."""
         measured = {i: {"profile": r.profile, "roofline": r.roofline} for i, r in self.done.items()}
         beam = [e.model_copy(update=measured[e.id]) if e.id in measured else e for e in beam]
         kept = {e.id for e in beam}
         out = []
         for r in results:
             update = measured.get(r.task_id)
-            if update is None and r.status == "ok" and r.task_id not in kept and r.profile is None and self.on:
-                update = {"profile": Profile(available=False, skipped=True, reason=NOT_PROFILED)}
+            if update is None and r.status == "ok" and r.profile is None and self.on:
+                why = NOT_PROFILED if r.task_id not in kept else \
+                    NOT_READ if r.kernel and not profile_read(r.kernel, self.proposing) else None  # fmt: skip
+                update = {"profile": Profile(available=False, skipped=True, reason=why)} if why else None
             out.append(r.model_copy(update=update) if update is not None else r)
         return beam, out
 

@@ -398,6 +398,8 @@ class Driver:
         timed = [t for t in retimed if t.crowned_ms is not None]
         best_t = min(timed, key=lambda t: t.crowned_ms, default=None)
         best = next((e for e in finalists if best_t and e.id == best_t.id), None)
+        if best is not None:
+            self._profile_unprofiled(best)
         input_t = next((t for t in retimed if t.id == "input"), None)
         input_ms = input_t.crowned_ms if input_t and input_t.crowned_ms else (state.input.ranked_ms if state.input else None)
         best_ms = best_t.crowned_ms if best_t else None
@@ -423,6 +425,22 @@ class Driver:
         self.trace.write_final(summary, best.kernel.source if best else None)
         self.display.finish(summary)
         return summary
+
+    def _profile_unprofiled(self, best: BeamEntry) -> None:
+        """The crowned kernel's profile, where no round took it (an offline knob variant: no proposer reads
+        its profile), written into its candidate folder for the report."""
+        state = self.state
+        if best.profile is not None or not (state.config.profile and state.spec.device.startswith("cuda")):
+            return
+        found = [r for r in self.trace.finished_candidates(best.round) if r.task_id == best.id]
+        if not found or (found[0].profile is not None and not found[0].profile.skipped):
+            return
+        self.display.event("profile_best", id=best.id)
+        job = ProfileJob(id=f"final-profile-{best.id}", round=best.round, entry=best, spec=state.spec)
+        done = next(self.pool.run([job], state.config.task_timeout_s, notify=self.display.event))
+        assert isinstance(done, ProfileResult)  # the pool's result for a ProfileJob
+        self.trace.write_candidate(found[0].model_copy(update={"profile": done.profile, "roofline": done.roofline}),
+                                   self.problem)  # fmt: skip
 
     def _speedup(self, ms: float | None) -> float | None:
         return _ratio(self.state.input.ranked_ms if self.state.input else None, ms)

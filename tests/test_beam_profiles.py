@@ -184,3 +184,43 @@ def test_a_workers_profile_job_measures_the_kernel_once(tmp_path, monkeypatch) -
     assert len(calls) == 1 and first.kernel_id == "r1-t0" and first.job_id == job.id and first.gpu_measure_s == 0.7
     assert again.profile == first.profile and again.gpu_measure_s == 0.0  # nothing measured the second time
     assert "profile" in first.stage_s
+
+
+def test_offline_only_a_knob_searchs_root_is_profiled_and_the_crowned_variant_at_the_end(tmp_path) -> None:
+    """Offline, no proposer reads a knob variant's profile: a round profiles the kernels that start a
+    search (a compiler seed here), marks the kept variants not profiled and why, and the run's crowned
+    variant is profiled once at the end, into its candidate folder."""
+    from beamsearch.beam import entry_of, select_beam
+    from beamsearch.beam_profiles import NOT_READ, BeamProfiles
+
+    driver = _driver(tmp_path, ScriptedPool(ANSWERS, spare_after=1))
+    offline = driver.state.config.model_copy(update={"replay": None})
+    driver.state = driver.state.model_copy(update={"config": offline})
+    seed = _result("r1-t9", 3.0).model_copy(update={"kernel": Kernel(source="def kernel_function(x):\n    return x * 1\n",
+                                                                     origin="compiler")})  # fmt: skip
+    results = [ANSWERS["r1-t0"], ANSWERS["r1-t1"], seed]
+    profiles = BeamProfiles(driver.state, 1, results)
+    job = profiles.next_job()
+    assert job.entry.id == "r1-t9" and profiles.next_job() is None  # the variants r1-t0, r1-t1: no job
+    _, marked = profiles.apply(select_beam(driver.state.beam, results, 3), results)
+    assert [r.profile.reason for r in marked[:2]] == [NOT_READ, NOT_READ]
+
+    class OneJobPool:
+        jobs: list[ProfileJob] = []
+
+        def run(self, jobs, timeout_s, notify=None):
+            for j in jobs:
+                self.jobs.append(j)
+                yield ProfileResult(job_id=j.id, kernel_id=j.entry.id, profile=Profile(available=False,
+                                    reason=f"measured at the end: {j.entry.id}"))  # fmt: skip
+
+    driver.pool = OneJobPool()
+    driver.trace.write_candidate(marked[0], "p")
+    best = entry_of(marked[0])
+    assert best.profile is None
+    driver._profile_unprofiled(best)
+    ncu = tmp_path / "optimization_trace" / "round_1" / "candidates" / "r1-t0" / "optimized_ncu_metrics.json"
+    assert json.loads(ncu.read_text())["reason"] == "measured at the end: r1-t0"
+    assert [j.id for j in driver.pool.jobs] == ["final-profile-r1-t0"]
+    driver._profile_unprofiled(best)  # its folder has a profile now: no second job
+    assert len(driver.pool.jobs) == 1

@@ -247,9 +247,11 @@ class _TaskFacts:
 def run_task(task: Task, ctx: WorkerContext) -> TaskResult:
     stages = Stages()
     config, spec, parent = task.config, task.spec, task.parent
-    with stages("profile_parent"):
-        parent_profile, parent_roofline = parent_measure(parent, spec, config.profile, ctx)
     llm = make_llm(config, spec, task.id) if config.llm else None
+    # A planned knob variant offline reads no profile: its parent's is recorded if it has one, never made here
+    planned = task.kernel is not None and llm is None
+    with stages("profile_parent"):
+        parent_profile, parent_roofline = parent_measure(parent, spec, config.profile and not planned, ctx)
     with stages("diagnose"):
         shared = diagnose(parent, parent_profile, parent_roofline, task.floor, llm, spec, ctx, task.id,
                           wait_s=_longest_diagnosis_s(config))  # fmt: skip
