@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from beamsearch.schema import Tolerance
@@ -132,3 +133,67 @@ def test_the_check_cost_probe_times_each_step_on_the_cpu(capsys) -> None:
     out = capsys.readouterr().out
     assert "26_GELU_ on cpu" in out
     assert [line.split()[0] for line in out.splitlines()[1:]] == ["inputs", "reference", "snapshot", "inputs", "compare"]
+
+
+# Outputs with every kind of element the rule tells apart: a few bad ones planted in random values,
+# infinities and NaN on both sides, zeros near atol, a run of unwritten (poisoned) elements, a length
+# that leaves the last program part empty.
+FUSED_CASES = """
+import torch
+from beamsearch.schema import Tolerance
+from workers.harness.compare import compare
+from workers.harness.compare_kernel import BLOCK, compare_fused
+
+def cases(device):
+    for seed, n, dtype, atol in ((0, 10_001, torch.bfloat16, 1e-2), (1, 3 * BLOCK, torch.float32, 1e-4),
+                                  (2, 77, torch.float16, 1e-3), (3, 9000, torch.bfloat16, 1e-2)):
+        g = torch.Generator().manual_seed(seed)
+        ref = torch.randn(n, generator=g) * 3
+        ref[5], ref[6], ref[7], ref[10:20] = float("inf"), float("-inf"), float("nan"), 0.0
+        out = ref.to(dtype).clone()  # a copy even when dtype is the reference's
+        noise = torch.rand(n, generator=g)
+        out[noise < 0.01] += 1.0  # mismatches
+        out[(noise > 0.5) & (noise < 0.505)] = float("nan")
+        out[5], out[6], out[7], out[8] = float("inf"), 1.0, float("nan"), float("-inf")
+        out[n // 2 : n // 2 + 50].view(torch.int16 if out.element_size() == 2 else torch.int32).fill_(-1)
+        yield out.to(device), ref.to(device), Tolerance(atol=atol, rtol=atol)
+
+def check(device):
+    for out, ref, tol in cases(device):
+        want = compare(out.cpu(), ref.cpu(), tol)  # the torch rule
+        (u, nf, mm), (ma, mr), first = compare_fused(out, ref, tol.atol, tol.rtol)
+        assert (u, nf, mm, first) == (want.n_unwritten, want.n_unexpected_nonfinite, want.n_mismatched,
+                                      want.first_bad_index), ((u, nf, mm, first), want)
+        assert mm > 0 and u > 0 and nf > 0  # every kind was planted
+        assert ma == want.max_abs_err and abs(mr - want.max_rel_err) <= 1e-6 * want.max_rel_err, (ma, mr, want)
+        got = compare(out, ref, tol)  # on a GPU, the dispatch takes the fused pass
+        assert (got.n_mismatched, got.n_unwritten, got.first_bad_index) == (mm, u, first)
+"""
+
+
+def test_the_fused_pass_applies_the_same_rule_as_torch_under_the_interpreter() -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = FUSED_CASES + "\ncheck('cpu')\nprint('same')\n"
+    done = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1], capture_output=True,
+                          text=True, timeout=600, env={**__import__("os").environ, "TRITON_INTERPRET": "1"})  # fmt: skip
+    assert done.returncode == 0 and "same" in done.stdout, done.stderr[-3000:]
+
+
+def test_only_float_outputs_against_an_fp32_reference_take_the_fused_pass() -> None:
+    from workers.harness.compare_kernel import fused_applies
+
+    ref = torch.zeros(8)
+    assert fused_applies(torch.zeros(8, dtype=torch.bfloat16), ref) and fused_applies(torch.zeros(8), ref)
+    assert not fused_applies(torch.zeros(8, dtype=torch.int32), ref)
+    assert not fused_applies(torch.zeros(8, dtype=torch.float64), ref.double())
+    assert not fused_applies(torch.zeros(8), torch.zeros(9))
+
+
+@pytest.mark.gpu
+def test_the_fused_pass_applies_the_same_rule_as_torch_on_the_gpu() -> None:
+    namespace: dict = {}
+    exec(FUSED_CASES, namespace)  # noqa: S102 - the cases above, run here on the GPU
+    namespace["check"]("cuda")
