@@ -38,10 +38,20 @@ class DotTile(Record):
                                      "when unknown (the CPU): then only the registers limit points")  # fmt: skip
 
 
+class BlockTile(Record):
+    """A launch without ``tl.dot``: its block knobs, whose product is the tile a program holds in registers
+    over its warps' threads (``workers.proposers.knob_space.over_limits``)."""
+
+    blocks: list[str]
+    warps: str | None = None  # None: the launch leaves Triton's default (4)
+
+
 class KnobSpace(Record):
     dims: list[KnobDim]
     tiles: list[DotTile] = Field([], description="the dot launches whose points beyond a program's registers "
                                  "or shared memory are never suggested")  # fmt: skip
+    blocks: list[BlockTile] = Field([], description="the other launches whose points beyond a program's "
+                                    "registers are never suggested")  # fmt: skip
 
     def size(self) -> int:
         """The number of points (the product of the dimensions' value counts); 1 for a space without knobs."""

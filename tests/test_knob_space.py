@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import itertools
 import json
 from pathlib import Path
 
@@ -219,7 +220,7 @@ def test_a_dot_launchs_tiles_past_a_threads_registers_or_the_shared_memory_are_o
     assert over_limits(cpu, wide_k) is None and "registers" in over_limits(cpu, start | {"mm_kernel:BLOCK_M": 4096})
     scale_only = SOURCE.replace("acc += tl.dot(tl.load(a), tl.load(b))", "acc += tl.load(a)")
     plain = space_of(scale_only, shared_bytes=232448)
-    assert plain.tiles == [] and points_within_limits(plain) == plain.size()
+    assert plain.tiles == [] and len(plain.blocks) == 3  # no dot: each launch's blocks limit it instead
     assert 0 < points_within_limits(space) < space.size()
     # Every tensor-core tile the optimiser tries first is within them.
     assert all(over_limits(space, p) is None for p in tensor_core_tiles(SOURCE, space))
@@ -246,6 +247,44 @@ def test_the_limits_agree_with_what_a_gpu_did_with_the_matmuls_points() -> None:
         else:
             assert over is None or ("registers" in over and p["ms"] > 5 * best), (p, over)
     assert outcomes == {"ok": 200, "shared_memory": 25, "compile_limit": 17, "ptxas_error": 14}
+
+
+def test_a_launch_without_a_dot_is_limited_by_its_block_tile_per_thread() -> None:
+    space = space_of(SOURCE, sizes={"M": 4096, "N": 4096, "K": 4096})
+    assert [b.blocks for b in space.blocks] == [["scale_kernel:BLOCK"], ["scale_kernel:BLOCK#2"]]  # not the dot's
+    start = space.start()
+    assert over_limits(space, start) is None
+    over = over_limits(space, start | {"scale_kernel:BLOCK": 16384, "scale_kernel:num_warps": 1})
+    assert over is not None and "512 elements a thread" in over
+    assert over_limits(space, start | {"scale_kernel:BLOCK": 16384, "scale_kernel:num_warps": 2}) is None  # 256
+    # The count, launch by launch, is the count of every point one by one.
+    small = space_of(SOURCE, sizes={"M": 64, "N": 64, "K": 32}, shared_bytes=16 * 1024)
+    names = [d.name for d in small.dims]
+    assert points_within_limits(small) == sum(
+        over_limits(small, dict(zip(names, v, strict=True))) is None for v in itertools.product(*(d.values for d in small.dims)))
+
+
+def test_the_block_limit_agrees_with_what_gpus_did_with_kernels_without_a_dot() -> None:
+    """Every observation of six searches and sweeps of cumsum, a mean reduction (from its input and from
+    Inductor's kernel) and GELU: a point past the compile limit that is not over the limit would be
+    a miss, and an ok point over it ran at more than twice its search's best time."""
+    from beamsearch.problems import problem_sizes
+
+    record = json.loads((DATA / "gpu_limits" / "block_points.json").read_text())
+    over_count = 0
+    for search in record["searches"]:
+        sizes = problem_sizes(resolve_problem(search["problem"]).problem_path, "full")
+        space = space_of(search["source"], sizes)
+        assert space.blocks and not space.tiles
+        best = min(o["time_ms"] for o in search["observations"] if o["time_ms"])
+        for o in search["observations"]:
+            over = over_limits(space, space.complete(o["point"]))
+            over_count += over is not None
+            if o["failure"] and "compile time limit" in o["failure"]:
+                assert over is not None, (search["run"], o)
+            elif over is not None:
+                assert o["time_ms"] is None or o["time_ms"] > 2 * best, (search["run"], o, best)
+    assert over_count == 15
 
 
 @pytest.mark.gpu

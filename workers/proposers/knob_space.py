@@ -23,7 +23,7 @@ import itertools
 import math
 import re
 
-from beamsearch.search_records import DotTile, KnobDim, KnobSpace
+from beamsearch.search_records import BlockTile, DotTile, KnobDim, KnobSpace
 from workers.proposers.tuner import Knob, apply, find_knobs
 
 BLOCK_CAP = 1 << 16  # the largest block value considered; larger tiles do not fit a program's registers
@@ -44,6 +44,10 @@ MMA_PIPELINE_BYTES = 160 * 1024
 # fails in ptxas (its compile outlasting a search's limit first, often).
 REGISTERS_PER_THREAD = 256
 REGISTER_FILE = 65536
+# A launch without tl.dot holds its block's tile in registers: at this many elements a thread, twice the
+# registers a thread has, it spills; on an H200 and an H100 every such point compiled past the search's
+# limit or ran at 2.3 to 23 times its space's best time (GELU, cumsum, a mean reduction).
+ELEMENTS_PER_THREAD = 512
 TRITON_DEFAULT_WARPS = 4  # what Triton launches with when a launch names no num_warps
 TRITON_DEFAULT_STAGES = 3  # ... and no num_stages (on a GPU)
 
@@ -70,30 +74,51 @@ def space_of(source: str, sizes: dict[str, int] | None = None, operand_bytes: in
         dims.append(
             KnobDim(name=name, kind=knob.kind, values=sorted({*values, knob.value}), start=knob.value)
         )
+    dots = _dot_launches(dot_kernels, dims)
     tiles = [DotTile(m=axes["M"].name, n=axes["N"].name, k=axes["K"].name, warps=_name(knobs.get("num_warps")),
                      stages=_name(knobs.get("num_stages")), operand_bytes=operand_bytes, shared_bytes=shared_bytes)
-             for knobs, axes in _dot_launches(dot_kernels, dims)]  # fmt: skip
-    return KnobSpace(dims=dims, tiles=tiles)
+             for knobs, axes in dots]  # fmt: skip
+    # A dot kernel's blocks are not one register tile (BLOCK_K is not in its accumulator): only its DotTile limits it
+    blocks = [BlockTile(blocks=[d.name for d in knobs.values() if d.kind == "block"], warps=_name(knobs.get("num_warps")))
+              for (launch, _), knobs in _launches(dims).items()
+              if launch not in dot_kernels and any(d.kind == "block" for d in knobs.values())]  # fmt: skip
+    return KnobSpace(dims=dims, tiles=tiles, blocks=blocks)
 
 
 def over_limits(space: KnobSpace, point: dict[str, int]) -> str | None:
     """Why ``point`` cannot run well on a GPU, or None: a dot launch whose fp32 accumulator alone takes
     all the registers a thread may have (``REGISTERS_PER_THREAD``, or its share of ``REGISTER_FILE``),
-    or whose operand pipeline needs more shared memory than a program may take (``pipeline_bytes``).
-    ``point`` has every name of the space."""
-    for tile in space.tiles:
-        bm, bn = point[tile.m], point[tile.n]
-        warps = _warps(tile, point)
-        threads = 32 * warps
-        per_thread, most = bm * bn // threads, min(REGISTERS_PER_THREAD, REGISTER_FILE // threads)
-        if per_thread >= most:
-            return (f"{tile.m} x {tile.n} = {bm} x {bn} over {warps} warps: an accumulator of {per_thread} "
-                    f"registers a thread, which may have fewer than {most}")  # fmt: skip
-        shared = pipeline_bytes(tile, point)
-        if tile.shared_bytes is not None and shared > tile.shared_bytes:
-            return (f"{tile.m}, {tile.n}, {tile.k} = {bm}, {bn}, {point[tile.k]} with {_stages(tile, point)} "
-                    f"stages over {warps} warps: {shared} bytes of shared memory, and a program may take "
-                    f"{tile.shared_bytes}")  # fmt: skip
+    or whose operand pipeline needs more shared memory than a program may take (``pipeline_bytes``); or
+    another launch whose block tile takes ``ELEMENTS_PER_THREAD`` elements a thread or more. ``point`` has
+    every name of the space."""
+    for limit in [*space.blocks, *space.tiles]:
+        if why := _over(limit, point):
+            return why
+    return None
+
+
+def _over(limit: BlockTile | DotTile, point: dict[str, int]) -> str | None:
+    """Why one launch's knobs at ``point`` are over its limits, or None."""
+    if isinstance(limit, BlockTile):
+        warps = point[limit.warps] if limit.warps else TRITON_DEFAULT_WARPS
+        per_thread = math.prod(point[name] for name in limit.blocks) // (32 * warps)
+        if per_thread >= ELEMENTS_PER_THREAD:
+            return (f"{' x '.join(limit.blocks)} = {' x '.join(str(point[n]) for n in limit.blocks)} over {warps} "
+                    f"warps: {per_thread} elements a thread, twice or more the registers a thread has")  # fmt: skip
+        return None
+    tile = limit
+    bm, bn = point[tile.m], point[tile.n]
+    warps = _warps(tile, point)
+    threads = 32 * warps
+    per_thread, most = bm * bn // threads, min(REGISTERS_PER_THREAD, REGISTER_FILE // threads)
+    if per_thread >= most:
+        return (f"{tile.m} x {tile.n} = {bm} x {bn} over {warps} warps: an accumulator of {per_thread} "
+                f"registers a thread, which may have fewer than {most}")  # fmt: skip
+    shared = pipeline_bytes(tile, point)
+    if tile.shared_bytes is not None and shared > tile.shared_bytes:
+        return (f"{tile.m}, {tile.n}, {tile.k} = {bm}, {bn}, {point[tile.k]} with {_stages(tile, point)} "
+                f"stages over {warps} warps: {shared} bytes of shared memory, and a program may take "
+                f"{tile.shared_bytes}")  # fmt: skip
     return None
 
 
@@ -118,13 +143,17 @@ def _stages(tile: DotTile, point: dict[str, int]) -> int:
 
 
 def points_within_limits(space: KnobSpace) -> int:
-    """How many points of ``space`` are within its limits (``over_limits``): the combinations of the dot
-    launches' knobs that are, times the values of every other knob."""
-    named = {name for tile in space.tiles for name in (tile.m, tile.n, tile.k, tile.warps, tile.stages) if name}
-    limited = [d for d in space.dims if d.name in named]
-    start = space.start()
-    within = sum(over_limits(space, start | dict(zip([d.name for d in limited], values, strict=True))) is None
-                 for values in itertools.product(*(d.values for d in limited)))  # fmt: skip
+    """How many points of ``space`` are within its limits (``over_limits``): for each launch with limits,
+    the combinations of its knobs within them (launches share no knob), times the values of every other knob."""
+    limits: list[BlockTile | DotTile] = [*space.blocks, *space.tiles]
+    by_name = {d.name: d for d in space.dims}
+    within, named = 1, set()
+    for limit in limits:
+        names = [n for n in ((*limit.blocks, limit.warps) if isinstance(limit, BlockTile)
+                             else (limit.m, limit.n, limit.k, limit.warps, limit.stages)) if n]  # fmt: skip
+        named |= set(names)
+        within *= sum(_over(limit, dict(zip(names, values, strict=True))) is None
+                      for values in itertools.product(*(by_name[n].values for n in names)))  # fmt: skip
     return within * math.prod(len(d.values) for d in space.dims if d.name not in named)
 
 
@@ -153,17 +182,23 @@ def tensor_core_tiles(source: str, space: KnobSpace, operand_bytes: int = 2) -> 
     return points
 
 
-def _dot_launches(dot_kernels: set[str], dims: list[KnobDim]) -> list[tuple[dict[str, KnobDim], dict[str, KnobDim]]]:
-    """For each launch of a ``tl.dot`` kernel with M, N and K block knobs: its knobs by knob name, and its
-    block knobs by axis. A kernel launched twice is two launches (``#n``)."""
-    launches: dict[tuple[str, str], dict[str, KnobDim]] = {}  # (kernel, "#n" of a repeated launch) -> knobs
+def _launches(dims: list[KnobDim]) -> dict[tuple[str, str], dict[str, KnobDim]]:
+    """Each launch's knobs by knob name, by (kernel, ``#n`` of a repeated launch)."""
+    launches: dict[tuple[str, str], dict[str, KnobDim]] = {}
     for dim in dims:
         launch, knob = dim.name.split(":", 1)
         knob, _, repeat = knob.partition("#")
-        if launch in dot_kernels:
-            launches.setdefault((launch, repeat), {})[knob] = dim
+        launches.setdefault((launch, repeat), {})[knob] = dim
+    return launches
+
+
+def _dot_launches(dot_kernels: set[str], dims: list[KnobDim]) -> list[tuple[dict[str, KnobDim], dict[str, KnobDim]]]:
+    """For each launch of a ``tl.dot`` kernel with M, N and K block knobs: its knobs by knob name, and its
+    block knobs by axis. A kernel launched twice is two launches (``#n``)."""
     found = []
-    for knobs in launches.values():
+    for (launch, _), knobs in _launches(dims).items():
+        if launch not in dot_kernels:
+            continue
         axes = {_axis_of(name): dim for name, dim in knobs.items() if dim.kind == "block"}
         if {"M", "N", "K"} <= axes.keys():
             found.append((knobs, axes))

@@ -10,9 +10,9 @@ best so far. Otherwise ``hybrid``: in turn, a point from Optuna's TPE sampler (a
 rebuilt from the observations), an untried neighbour of the best point, and a uniform random point.
 docs/optimiser.md has the measurement behind the choice (``python -m scripts.searcher_bench``).
 
-Limits known before any run: a point of a ``tl.dot`` launch whose accumulator overflows a thread's registers
-or whose operand pipeline overflows the GPU's shared memory (``knob_space.over_limits``) is never
-suggested. Learned limits: a point that failed for lack of resources (shared memory, registers, spills:
+Limits known before any run: a point whose tiles cannot fit a thread's registers (a ``tl.dot`` launch's
+accumulator, another launch's block) or whose operand pipeline overflows the GPU's shared memory
+(``knob_space.over_limits``) is never suggested. Learned limits: a point that failed for lack of resources (shared memory, registers, spills:
 any failure text ``is_resource_failure`` recognises) is never suggested again, and neither is any point
 that dominates it (the same warps and grid, every block and the stages at least as large). Other
 failures rule out only the point itself.
@@ -229,7 +229,7 @@ class Searcher:
             and not any(self._dominates(index, limit) for limit in self._limits)  # fmt: skip
 
     def _over_limits(self, index: Index) -> bool:
-        if not self.space.tiles:
+        if not (self.space.tiles or self.space.blocks):
             return False
         if index not in self._over:
             self._over[index] = over_limits(self.space, self._point(index)) is not None
