@@ -12,6 +12,9 @@ Legal values:
 - ``num_warps``: 1 to 16, powers of two; ``num_stages``: 1 to 5, only for kernels that loop (as the tuner);
 - the grid axis swap: 0 (as written) or 1 (axes 0 and 1 swapped).
 
+Points past what a GPU's registers or shared memory hold are legal values but over the space's limits
+(``over_limits``): the searcher never suggests them, and a sweep covers the rest.
+
 A persistent grid (programs = SMs, each looping) is not a knob: it needs the kernel body rewritten into
 a loop over tiles, and no rewrite of an arbitrary kernel body is safe in general.
 """
