@@ -115,6 +115,10 @@ class Driver:
         """Go on with a saved run under ``config`` (its own options, with those a resume may change). A run
         stopped in round 0 before its compiler seed was measured (the compile takes a minute) gets it now."""
         self.state = self.state.model_copy(update={"config": config})
+        if self.state.shared_bytes is None and self.state.spec.device.startswith("cuda"):
+            # a run saved before the device facts had it: its new searches get the shared-memory limit too
+            facts: DeviceFacts = self.pool.call("device_facts", self.state.spec)
+            self.state = self.state.model_copy(update={"shared_bytes": facts.shared_bytes})
         start = self.state.input
         seed_measured = (self.trace.start_dir(COMPILER_SEED_ID) / RESULT_FILE).is_file()
         if self.state.round == 0 and start is not None and start.kernel.origin != "compiler" \

@@ -31,8 +31,8 @@ class DotTile(Record):
     m: str
     n: str
     k: str
-    warps: str | None = None  # None: the launch leaves Triton's default (4)
-    stages: str | None = None  # None: Triton's default (3)
+    warps: str | None = None  # None: set in a way the tuner cannot read; no register limit then
+    stages: str | None = None  # None: the launch does not loop (or the tuner cannot read them): one buffer
     operand_bytes: int = 2
     shared_bytes: int | None = Field(None, description="the GPU's shared memory a program may take; None "
                                      "when unknown (the CPU): then only the registers limit points")  # fmt: skip
@@ -43,7 +43,7 @@ class BlockTile(Record):
     over its warps' threads (``workers.proposers.knob_space.over_limits``)."""
 
     blocks: list[str]
-    warps: str | None = None  # None: the launch leaves Triton's default (4)
+    warps: str | None = None  # None: set in a way the tuner cannot read; no limit then
 
 
 class KnobSpace(Record):

@@ -220,7 +220,8 @@ def test_a_dot_launchs_tiles_past_a_threads_registers_or_the_shared_memory_are_o
     assert over_limits(cpu, wide_k) is None and "registers" in over_limits(cpu, start | {"mm_kernel:BLOCK_M": 4096})
     scale_only = SOURCE.replace("acc += tl.dot(tl.load(a), tl.load(b))", "acc += tl.load(a)")
     plain = space_of(scale_only, shared_bytes=232448)
-    assert plain.tiles == [] and len(plain.blocks) == 3  # no dot: each launch's blocks limit it instead
+    # no dot: each launch's blocks limit it, but for the M, N and K blocks of a launch that may hide one
+    assert plain.tiles == [] and [b.blocks for b in plain.blocks] == [["scale_kernel:BLOCK"], ["scale_kernel:BLOCK#2"]]
     assert 0 < points_within_limits(space) < space.size()
     # Every tensor-core tile the optimiser tries first is within them.
     assert all(over_limits(space, p) is None for p in tensor_core_tiles(SOURCE, space))
@@ -285,6 +286,32 @@ def test_the_block_limit_agrees_with_what_gpus_did_with_kernels_without_a_dot() 
             elif over is not None:
                 assert o["time_ms"] is None or o["time_ms"] > 2 * best, (search["run"], o, best)
     assert over_count == 15
+
+
+def test_limits_follow_each_launch_and_never_guess_what_the_tuner_cannot_read() -> None:
+    """A dot in a helper is a dot; warps set by a name give no register limit; a kernel without a loop has
+    one operand buffer; two launches of one kernel are limited each by its own warps."""
+    helper = SOURCE.replace("acc += tl.dot(tl.load(a), tl.load(b))", "acc += _mma(tl.load(a), tl.load(b))").replace(
+        "@triton.jit\ndef mm_kernel", "@triton.jit\ndef _mma(x, y):\n    return tl.dot(x, y)\n\n\n@triton.jit\ndef mm_kernel")  # fmt: skip
+    space = space_of(helper, sizes={"M": 4096, "N": 4096, "K": 4096}, shared_bytes=232448)
+    assert [t.m for t in space.tiles] == ["mm_kernel:BLOCK_M"]
+    named = SOURCE.replace("BLOCK_M=BLOCK_M, BLOCK_N=32, BLOCK_K=32)", "BLOCK_M=BLOCK_M, BLOCK_N=32, BLOCK_K=32, num_warps=nw)").replace(
+        "    BLOCK_M = 32\n", "    BLOCK_M = 32\n    nw = 8\n")  # fmt: skip
+    space = space_of(named, sizes={"M": 4096, "N": 4096, "K": 4096}, shared_bytes=232448)
+    (tile,) = space.tiles
+    assert tile.warps is None and "mm_kernel:num_warps" not in [d.name for d in space.dims]
+    assert over_limits(space, space.start() | {"mm_kernel:BLOCK_M": 128, "mm_kernel:BLOCK_N": 256}) is None
+    no_loop = SOURCE.replace("    for k in range(0, K, BLOCK_K):\n        acc += ", "    acc += ")
+    space = space_of(no_loop, sizes={"M": 4096, "N": 4096, "K": 4096}, shared_bytes=232448)
+    (tile,) = space.tiles
+    assert tile.stages is None and pipeline_bytes(tile, space.start()) == (32 + 32) * 32 * 2  # one buffer
+    # The first launch's warps unreadable, the second's 16: the only num_warps knob is the second launch's.
+    twice = named.replace("BLOCK=1024, num_warps=4)", "BLOCK=1024, num_warps=nw)").replace(
+        "c, c.numel(), BLOCK=256)", "c, c.numel(), BLOCK=256, num_warps=16)")  # fmt: skip
+    space = space_of(twice, sizes={"M": 4096, "N": 4096, "K": 4096})
+    assert [(b.blocks, b.warps) for b in space.blocks] == [(["scale_kernel:BLOCK#2"], "scale_kernel:num_warps")]
+    wide = space.start() | {"scale_kernel:BLOCK#2": 65536, "scale_kernel:BLOCK": 65536}
+    assert wide["scale_kernel:num_warps"] == 16 and over_limits(space, wide) is None  # 128 a thread, its own warps
 
 
 @pytest.mark.gpu

@@ -74,7 +74,7 @@ class _RecordingDriver(Driver):
     seen_by_rounds: list[tuple[int | None, int]] = []
 
     def __init__(self, state, pool, trace, display, problem, versions) -> None:
-        self.state, self.trace = state, trace
+        self.state, self.pool, self.trace = state, pool, trace
 
     def measure_start(self, kernel) -> None:
         self.state = self.state.model_copy(update={"config": self.state.config.model_copy(update={"verify_per_gpu": 3})})
@@ -93,10 +93,12 @@ def test_the_rounds_use_the_places_the_start_measured(resumed: bool, tmp_path, m
     import beamsearch.pool
     import beamsearch.report
     import beamsearch.run as run
-    from beamsearch.schema import RunSpec
+    from beamsearch.schema import DeviceFacts, RunSpec
     from beamsearch.state import BeamState
 
-    pool = SimpleNamespace(call=lambda *a: {}, start_profiling=lambda: None, shutdown=lambda: None)
+    facts = DeviceFacts(floor=None, gpu_name="g", shared_bytes=232448)
+    pool = SimpleNamespace(call=lambda method, *a: facts if method == "device_facts" else {},
+                           start_profiling=lambda: None, shutdown=lambda: None)  # fmt: skip
     monkeypatch.setattr(beamsearch.pool.WorkerPool, "start", staticmethod(lambda workers, gpus: pool))
     monkeypatch.setattr(beamsearch.report, "write_report", lambda out: None)
     monkeypatch.setattr(run, "Driver", _RecordingDriver)
@@ -148,7 +150,7 @@ def test_a_sweep_runs_to_its_last_point_unless_given_rounds_or_minutes() -> None
 def test_a_run_resumed_in_round_0_gets_the_seed_it_had_not_measured(round_, seed_folder, start_origin, added,
                                                                       tmp_path) -> None:  # fmt: skip
     from beamsearch.driver import COMPILER_SEED_ID
-    from beamsearch.schema import RunSpec
+    from beamsearch.schema import DeviceFacts, RunSpec
     from beamsearch.state import BeamEntry, BeamState
 
     spec = RunSpec(problem_path=str(tmp_path / "problem.py"), device="cuda", dtype="bf16", shapes="full")
@@ -163,5 +165,13 @@ def test_a_run_resumed_in_round_0_gets_the_seed_it_had_not_measured(round_, seed
         (tmp_path / "optimization_trace" / COMPILER_SEED_ID / "result.json").write_text("{}")
     calls: list[str] = []
     driver._add_compiler_seed = lambda: calls.append("seed")
+
+    class FactsPool:  # a run saved before the device facts had the shared memory gets it on resume
+        def call(self, method: str, *args: object) -> DeviceFacts:
+            calls.append(method)
+            return DeviceFacts(floor=None, gpu_name="g", shared_bytes=232448)
+
+    driver.pool = FactsPool()
     driver.resume_with(config.model_copy(update={"rounds": 9}))
-    assert driver.state.config.rounds == 9 and calls == (["seed"] if added else [])
+    assert driver.state.config.rounds == 9 and calls == ["device_facts", *(["seed"] if added else [])]
+    assert driver.state.shared_bytes == 232448

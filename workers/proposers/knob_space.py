@@ -51,8 +51,6 @@ REGISTER_FILE = 65536
 # registers a thread has, it spills; on an H200 and an H100 every such point compiled past the search's
 # limit or ran at 2.3 to 23 times its space's best time (GELU, cumsum, a mean reduction).
 ELEMENTS_PER_THREAD = 512
-TRITON_DEFAULT_WARPS = 4  # what Triton launches with when a launch names no num_warps
-TRITON_DEFAULT_STAGES = 3  # ... and no num_stages (on a GPU)
 
 
 def space_of(source: str, sizes: dict[str, int] | None = None, operand_bytes: int = 2,
@@ -64,8 +62,9 @@ def space_of(source: str, sizes: dict[str, int] | None = None, operand_bytes: in
     K block knobs gets a ``DotTile``: its knobs, its operands' ``operand_bytes`` and the ``shared_bytes``
     of the GPU's shared memory a program may take (``over_limits``)."""
     dot_kernels = _kernels_calling_dot(source)
+    named = _named_knobs(source)
     dims = []
-    for name, knob in _named_knobs(source).items():
+    for name, knob in named.items():
         if knob.kind == "block":
             values = _block_values(knob, sizes, floor=16 if knob.launch in dot_kernels else 1)
         elif knob.kind == "warps":
@@ -77,14 +76,16 @@ def space_of(source: str, sizes: dict[str, int] | None = None, operand_bytes: in
         dims.append(
             KnobDim(name=name, kind=knob.kind, values=sorted({*values, knob.value}), start=knob.value)
         )
-    dots = _dot_launches(dot_kernels, dims)
+    launches = _launches(named, dims)
     tiles = [DotTile(m=axes["M"].name, n=axes["N"].name, k=axes["K"].name, warps=_name(knobs.get("num_warps")),
                      stages=_name(knobs.get("num_stages")), operand_bytes=operand_bytes, shared_bytes=shared_bytes)
-             for knobs, axes in dots]  # fmt: skip
-    # A dot kernel's blocks are not one register tile (BLOCK_K is not in its accumulator): only its DotTile limits it
-    blocks = [BlockTile(blocks=[d.name for d in knobs.values() if d.kind == "block"], warps=_name(knobs.get("num_warps")))
-              for (launch, _), knobs in _launches(dims).items()
-              if launch not in dot_kernels and any(d.kind == "block" for d in knobs.values())]  # fmt: skip
+             for knobs, axes in _dot_launches(dot_kernels, launches)]  # fmt: skip
+    # A dot kernel's blocks are not one register tile (BLOCK_K is no part of its accumulator), nor are the M, N
+    # and K blocks of a launch whose dot the source hides from us: those launches get no BlockTile.
+    blocks = [BlockTile(blocks=[d.name for d in knobs.values() if d.kind == "block"], warps=knobs["num_warps"].name)
+              for (launch, _), knobs in launches.items()
+              if launch not in dot_kernels and "num_warps" in knobs and any(d.kind == "block" for d in knobs.values())
+              and not {"M", "N", "K"} <= {_axis_of(n) for n, d in knobs.items() if d.kind == "block"}]  # fmt: skip
     return KnobSpace(dims=dims, tiles=tiles, blocks=blocks)
 
 
@@ -101,9 +102,13 @@ def over_limits(space: KnobSpace, point: dict[str, int]) -> str | None:
 
 
 def _over(limit: BlockTile | DotTile, point: dict[str, int]) -> str | None:
-    """Why one launch's knobs at ``point`` are over its limits, or None."""
+    """Why one launch's knobs at ``point`` are over its limits, or None. A launch whose warps the tuner cannot
+    read (``num_warps=nw``) has no register limit; one with no stages knob (it does not loop, or sets them in
+    a way the tuner cannot read) counts one operand buffer."""
     if isinstance(limit, BlockTile):
-        warps = point[limit.warps] if limit.warps else TRITON_DEFAULT_WARPS
+        if limit.warps is None:
+            return None
+        warps = point[limit.warps]
         per_thread = math.prod(point[name] for name in limit.blocks) // (32 * warps)
         if per_thread >= ELEMENTS_PER_THREAD:
             return (f"{' x '.join(limit.blocks)} = {' x '.join(str(point[n]) for n in limit.blocks)} over {warps} "
@@ -111,38 +116,33 @@ def _over(limit: BlockTile | DotTile, point: dict[str, int]) -> str | None:
         return None
     tile = limit
     bm, bn = point[tile.m], point[tile.n]
-    warps = _warps(tile, point)
-    threads = 32 * warps
-    per_thread, most = bm * bn // threads, min(REGISTERS_PER_THREAD, REGISTER_FILE // threads)
-    if per_thread >= most:
-        return (f"{tile.m} x {tile.n} = {bm} x {bn} over {warps} warps: an accumulator of {per_thread} "
-                f"registers a thread, which may have fewer than {most}")  # fmt: skip
+    if tile.warps is not None:
+        threads = 32 * point[tile.warps]
+        per_thread, most = bm * bn // threads, min(REGISTERS_PER_THREAD, REGISTER_FILE // threads)
+        if per_thread >= most:
+            return (f"{tile.m} x {tile.n} = {bm} x {bn} over {point[tile.warps]} warps: an accumulator of "
+                    f"{per_thread} registers a thread, which may have fewer than {most}")  # fmt: skip
     shared = pipeline_bytes(tile, point)
     if tile.shared_bytes is not None and shared > tile.shared_bytes:
-        return (f"{tile.m}, {tile.n}, {tile.k} = {bm}, {bn}, {point[tile.k]} with {_stages(tile, point)} "
-                f"stages over {warps} warps: {shared} bytes of shared memory, and a program may take "
-                f"{tile.shared_bytes}")  # fmt: skip
+        stages = f"{point[tile.stages]} stages" if tile.stages else "one stage"
+        return (f"{tile.m}, {tile.n}, {tile.k} = {bm}, {bn}, {point[tile.k]} with {stages}: {shared} bytes of "
+                f"shared memory, and a program may take {tile.shared_bytes}")  # fmt: skip
     return None
 
 
 def pipeline_bytes(tile: DotTile, point: dict[str, int]) -> int:
     """The shared memory a dot launch's operand tiles take at ``point``: one BLOCK_M x BLOCK_K and one
     BLOCK_K x BLOCK_N tile a buffer; ``num_stages`` buffers where a warp group's MMA can take the tile (4
-    warps or more, BLOCK_M of 64 or more), which reads its operands there; else one fewer. Triton's
-    OutOfResources on an H200 required exactly this every time, and no point it ran needed more
-    (tests/data/gpu_limits)."""
-    stages = _stages(tile, point)
-    warp_group = _warps(tile, point) >= 4 and point[tile.m] >= 64
-    buffers = stages if warp_group else max(stages - 1, 1)
+    warps or more, BLOCK_M of 64 or more), which reads its operands there; else one fewer; one without a
+    stages knob. Triton's OutOfResources on an H200 required exactly this every time, and no point it ran
+    needed more (tests/data/gpu_limits)."""
+    if tile.stages is None:
+        buffers = 1
+    else:
+        stages = point[tile.stages]
+        warp_group = tile.warps is not None and point[tile.warps] >= 4 and point[tile.m] >= 64
+        buffers = stages if warp_group else max(stages - 1, 1)
     return buffers * (point[tile.m] + point[tile.n]) * point[tile.k] * tile.operand_bytes
-
-
-def _warps(tile: DotTile, point: dict[str, int]) -> int:
-    return point[tile.warps] if tile.warps else TRITON_DEFAULT_WARPS
-
-
-def _stages(tile: DotTile, point: dict[str, int]) -> int:
-    return point[tile.stages] if tile.stages else TRITON_DEFAULT_STAGES
 
 
 def points_within_limits(space: KnobSpace) -> int:
@@ -168,7 +168,7 @@ def tensor_core_tiles(source: str, space: KnobSpace, operand_bytes: int = 2) -> 
     without such a launch: these are first points for the searcher, never a limit."""
     start = space.start()
     points: list[dict[str, int]] = []
-    for knobs, axes in _dot_launches(_kernels_calling_dot(source), space.dims):
+    for knobs, axes in _dot_launches(_kernels_calling_dot(source), _launches(_named_knobs(source), space.dims)):
         warps, stages = knobs.get("num_warps"), knobs.get("num_stages")
         for tile in MMA_TILES:
             bm, bn, bk = (_nearest_legal(axes[a], v) for a, v in zip("MNK", tile, strict=True))
@@ -185,21 +185,22 @@ def tensor_core_tiles(source: str, space: KnobSpace, operand_bytes: int = 2) -> 
     return points
 
 
-def _launches(dims: list[KnobDim]) -> dict[tuple[str, str], dict[str, KnobDim]]:
-    """Each launch's knobs by knob name, by (kernel, ``#n`` of a repeated launch)."""
-    launches: dict[tuple[str, str], dict[str, KnobDim]] = {}
+def _launches(named: dict[str, Knob], dims: list[KnobDim]) -> dict[tuple[str, tuple[int, int]], dict[str, KnobDim]]:
+    """Each launch's knobs by knob name (``num_warps``, ``BLOCK_K``), by (kernel, the launch call's place)."""
+    launches: dict[tuple[str, tuple[int, int]], dict[str, KnobDim]] = {}
     for dim in dims:
-        launch, knob = dim.name.split(":", 1)
-        knob, _, repeat = knob.partition("#")
-        launches.setdefault((launch, repeat), {})[knob] = dim
+        knob = named.get(dim.name)
+        if knob is not None:
+            launches.setdefault((knob.launch, knob.site), {})[knob.name] = dim
     return launches
 
 
-def _dot_launches(dot_kernels: set[str], dims: list[KnobDim]) -> list[tuple[dict[str, KnobDim], dict[str, KnobDim]]]:
+def _dot_launches(dot_kernels: set[str], launches: dict[tuple[str, tuple[int, int]], dict[str, KnobDim]]
+                  ) -> list[tuple[dict[str, KnobDim], dict[str, KnobDim]]]:  # fmt: skip
     """For each launch of a ``tl.dot`` kernel with M, N and K block knobs: its knobs by knob name, and its
-    block knobs by axis. A kernel launched twice is two launches (``#n``)."""
+    block knobs by axis."""
     found = []
-    for (launch, _), knobs in _launches(dims).items():
+    for (launch, _), knobs in launches.items():
         if launch not in dot_kernels:
             continue
         axes = {_axis_of(name): dim for name, dim in knobs.items() if dim.kind == "block"}
@@ -283,10 +284,17 @@ def _next_pow2(n: int) -> int:
 
 
 def _kernels_calling_dot(source: str) -> set[str]:
-    """Names of the module's functions that call ``tl.dot`` (its operands need tiles of at least 16)."""
+    """Names of the module's functions that call ``tl.dot``, themselves or through functions of the module
+    they call (its operands need tiles of at least 16)."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return set()
-    return {node.name for node in tree.body if isinstance(node, ast.FunctionDef)
-            and any(isinstance(n, ast.Attribute) and n.attr == "dot" for n in ast.walk(node))}  # fmt: skip
+    functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
+    calls = {name: {n.func.id for n in ast.walk(f) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+             for name, f in functions.items()}  # fmt: skip
+    found = {name for name, f in functions.items()
+             if any(isinstance(n, ast.Attribute) and n.attr == "dot" for n in ast.walk(f))}  # fmt: skip
+    while more := {name for name in functions if name not in found and calls[name] & found}:
+        found |= more
+    return found

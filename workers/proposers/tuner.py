@@ -50,6 +50,7 @@ class Knob:
     col: int  # where the literal starts, or where to insert ", name=value" (after the last argument)
     end_col: int  # == col for an insertion
     launch: str  # the launched kernel's name, to tell knobs of several launches apart
+    site: tuple[int, int] = (0, 0)  # (line, col) of the launch call: one kernel's launches apart
 
     @property
     def inserted(self) -> bool:
@@ -80,9 +81,11 @@ def find_knobs(source: str) -> list[Knob]:
                     continue  # a runtime argument (a size, a stride) is not a knob
                 if const is not None and (const.lineno, const.col_offset) not in seen and (kind != "block" or _pow2(const.value)):
                     seen.add((const.lineno, const.col_offset))
-                    knobs.append(Knob(kw.arg, kind, const.value, const.lineno, const.col_offset, const.end_col_offset, launch))
+                    knobs.append(Knob(kw.arg, kind, const.value, const.lineno, const.col_offset, const.end_col_offset, launch,
+                                      (call.lineno, call.col_offset)))  # fmt: skip
             if _grid_tuple(call, func) is not None and _program_id_calls(tree, launch) is not None:
-                knobs.append(Knob("grid axes 0<->1", "grid", 0, call.lineno, call.col_offset, call.col_offset, launch))
+                knobs.append(Knob("grid axes 0<->1", "grid", 0, call.lineno, call.col_offset, call.col_offset, launch,
+                                  (call.lineno, call.col_offset)))  # fmt: skip
             present = {kw.arg for kw in call.keywords}
             arguments = [*call.args, *(kw.value for kw in call.keywords)]
             for option, default in TRITON_DEFAULTS.items():
@@ -91,7 +94,7 @@ def find_knobs(source: str) -> list[Knob]:
                 kind = "warps" if option == "num_warps" else "stages"
                 last = max(arguments, key=lambda n: (n.end_lineno, n.end_col_offset))
                 line, col = last.end_lineno, last.end_col_offset  # right after the last argument
-                knobs.append(Knob(option, kind, default, line, col, col, launch))
+                knobs.append(Knob(option, kind, default, line, col, col, launch, (call.lineno, call.col_offset)))
     return knobs
 
 
