@@ -60,7 +60,8 @@ def space_of(source: str, sizes: dict[str, int] | None = None, operand_bytes: in
     block knob whose name names an axis (``BLOCK_K``, ``BLOCK_SIZE_K``, ``K_BLOCK``, ``TILE_K``, ``BK``:
     ``_axis_of``) is bounded by that size, any other by the largest. Each ``tl.dot`` launch with M, N and
     K block knobs gets a ``DotTile``: its knobs, its operands' ``operand_bytes`` and the ``shared_bytes``
-    of the GPU's shared memory a program may take (``over_limits``)."""
+    of the GPU's shared memory a program may take; any other launch with block knobs and readable warps a
+    ``BlockTile`` (``over_limits``)."""
     dot_kernels = _kernels_calling_dot(source)
     named = _named_knobs(source)
     dims = []
