@@ -41,7 +41,7 @@ class BeamProfiles:
         """``results``: the round's candidates so far, the list the driver appends to as they come."""
         self.state, self.round, self.results, self.notify = state, round_, results, notify
         self.on = state.config.profile and state.spec.device.startswith("cuda")
-        self.proposing = bool(state.config.llm or state.config.replay)
+        self.proposing = state.config.proposing
         self.started: set[str] = set()  # kernels with a profile job
         self.done: dict[str, ProfileResult] = {}  # kernel id -> its profile job's result
 

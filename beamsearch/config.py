@@ -90,11 +90,16 @@ class SearchConfig(Record):
             return self.compiler_seed
         return device.startswith("cuda") and not self.sweep
 
+    @property
+    def proposing(self) -> bool:
+        """Whether a model (or a replay of one) proposes kernels; otherwise the offline optimiser does."""
+        return bool(self.llm or self.replay)
+
     def minutes_budget(self) -> float | None:
         """``budget_minutes`` with auto resolved."""
         if self.budget_minutes != "auto":
             return self.budget_minutes
-        return None if self.llm or self.replay or self.sweep else OFFLINE_MINUTES
+        return None if self.proposing or self.sweep else OFFLINE_MINUTES
 
 
 def load_config_file(path: str | Path) -> dict:

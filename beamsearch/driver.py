@@ -243,7 +243,7 @@ class Driver:
     def run_round(self, round_: int) -> bool:
         """One round; False (and nothing recorded) when it has no candidate to try."""
         start = time.time()
-        proposing = bool(self.state.config.llm or self.state.config.replay)
+        proposing = self.state.config.proposing
         capacity = self._round_size(offline=True)  # the candidates the workers can take
         size = self._round_size(offline=False) if proposing else capacity
         optimiser = self._optimiser(max(size, capacity))  # a portfolio's variants fill a round

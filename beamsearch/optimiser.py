@@ -109,7 +109,7 @@ class Optimiser:
         # A dot kernel's tiles come before the roofline's moves whatever its class: a first draft's small
         # tiles make a matmul look underutilised or memory-bound, and the tiles are what cure both.
         roofline = first_points(space, bottleneck)
-        tiles = tensor_core_tiles(kernel.source, space, self.operand_bytes)
+        tiles = tensor_core_tiles(space)
         first = roofline[:1] + tiles + roofline[1:]  # the kernel's own point first
         searcher = self.make(space, self._seed(kernel.hash), state=None, first=first, budget=self.budget)
         self.live[kernel.hash] = searcher

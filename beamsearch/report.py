@@ -270,7 +270,7 @@ def header_text(run: Run) -> str:
 def _config_line(run: Run) -> str:
     c = (run.summary or run.state).config
     stopped = f" Stopped: {run.summary.stop_reason}." if run.summary and run.summary.stop_reason else ""
-    if c.llm or c.replay:
+    if c.proposing:
         proposer = f"LLM `{c.llm}`" if c.llm else f"replay of `{c.replay}`"
         return (f"Search: {proposer}, beam width {c.beam_width}, {c.directions} directions per parent, "
                 f"{c.rounds} rounds planned, seed {c.seed}.{stopped}")  # fmt: skip

@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     previous = _previous_state(TraceWriter(out), resume, out) if out else None
     if previous is not None:  # the run's own options hold but those RESUME_MAY_CHANGE names
         config = previous.config.model_copy(update={k: getattr(config, k) for k in given & RESUME_MAY_CHANGE})
-    if config.sweep and (config.llm or config.replay):
+    if config.sweep and config.proposing:
         fail("--sweep tries the offline optimiser's knob space: it takes no --llm or --replay")
     for flag, folder in (("--replay", config.replay), ("--compiler-recording", config.compiler_recording)):
         if folder and not Path(folder).is_dir():

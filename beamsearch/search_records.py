@@ -37,13 +37,21 @@ class DotTile(Record):
     shared_bytes: int | None = Field(None, description="the GPU's shared memory a program may take; None "
                                      "when unknown (the CPU): then only the registers limit points")  # fmt: skip
 
+    def knobs(self) -> list[str]:
+        """The names of the knobs its limits read."""
+        return [n for n in (self.m, self.n, self.k, self.warps, self.stages) if n]
+
 
 class BlockTile(Record):
     """A launch without ``tl.dot``: its block knobs, whose product is the tile a program holds in registers
     over its warps' threads (``workers.proposers.knob_space.over_limits``)."""
 
     blocks: list[str]
-    warps: str | None = None  # None: set in a way the tuner cannot read; no limit then
+    warps: str  # a launch whose warps the tuner cannot read gets no BlockTile
+
+    def knobs(self) -> list[str]:
+        """The names of the knobs its limit reads."""
+        return [*self.blocks, self.warps]
 
 
 class KnobSpace(Record):

@@ -142,7 +142,7 @@ def test_a_point_far_from_the_start_verifies_under_the_interpreter(tmp_path) -> 
 
 def test_tensor_core_tiles_are_legal_points_with_the_stages_that_fit_and_only_for_dot_launches() -> None:
     space = space_of(SOURCE, sizes={"M": 4096, "N": 4096, "K": 4096})
-    tiles = tensor_core_tiles(SOURCE, space)
+    tiles = tensor_core_tiles(space)
     assert tiles and all(space.complete(p) == p for p in tiles)  # every name, every value legal
     first = tiles[0]
     assert {k.split(":")[1]: v for k, v in first.items() if k.startswith("mm_kernel")} == {
@@ -153,7 +153,7 @@ def test_tensor_core_tiles_are_legal_points_with_the_stages_that_fit_and_only_fo
         assert all(p[d.name] == d.start for d in space.dims if d.name.startswith("scale_kernel"))
     # A problem smaller than the tiles: the nearest legal values, each point once.
     small = space_of(SOURCE, sizes={"M": 64, "N": 4096, "K": 32})
-    tiles = tensor_core_tiles(SOURCE, small)
+    tiles = tensor_core_tiles(small)
     assert {p["mm_kernel:BLOCK_M"] for p in tiles} == {64} and {p["mm_kernel:BLOCK_K"] for p in tiles} == {32}
     assert len(tiles) == len({tuple(p.values()) for p in tiles})
     # Other spellings of the tiles' axes, each bounded by its own size.
@@ -163,13 +163,13 @@ def test_tensor_core_tiles_are_legal_points_with_the_stages_that_fit_and_only_fo
         short_space.dim("mm_kernel:BM").values[-1] == 128
         and short_space.dim("mm_kernel:TILE_K").values[-1] == 64
     )
-    assert {(p["mm_kernel:BM"], p["mm_kernel:BN"], p["mm_kernel:TILE_K"]) for p in tensor_core_tiles(short, short_space)} == {
+    assert {(p["mm_kernel:BM"], p["mm_kernel:BN"], p["mm_kernel:TILE_K"]) for p in tensor_core_tiles(short_space)} == {
         (128, 256, 64), (128, 128, 64), (128, 128, 32), (64, 256, 64), (128, 64, 64)}  # fmt: skip
     # fp32 operands (tf32 dot) take twice the shared memory a stage: fewer stages fit.
-    assert tensor_core_tiles(SOURCE, space, operand_bytes=4)[0]["mm_kernel:num_stages"] == 1  # 96 KB a stage
+    assert tensor_core_tiles(space_of(SOURCE, sizes={"M": 4096, "N": 4096, "K": 4096}, operand_bytes=4))[0]["mm_kernel:num_stages"] == 1  # 96 KB a stage
     # No tl.dot, no tiles.
     scale_only = SOURCE.replace("acc += tl.dot(tl.load(a), tl.load(b))", "acc += tl.load(a)")
-    assert tensor_core_tiles(scale_only, space_of(scale_only)) == []
+    assert tensor_core_tiles(space_of(scale_only)) == []
 
 
 def test_inductors_matmul_template_gets_tensor_core_tiles_too() -> None:
@@ -179,7 +179,7 @@ def test_inductors_matmul_template_gets_tensor_core_tiles_too() -> None:
     seed = seed_from_recording(DATA / "inductor_small" / "2_Standard_matrix_multiplication_")
     assert seed.unavailable is None
     space = space_of(seed.source, sizes={"M": 2048, "N": 4096, "K": 8192})
-    tiles = tensor_core_tiles(seed.source, space)
+    tiles = tensor_core_tiles(space)
     assert tiles and {k.split(":")[1]: v for k, v in tiles[0].items() if ":BLOCK_" in k} == {
         "BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64}  # fmt: skip
 
@@ -191,16 +191,14 @@ def test_each_launch_of_a_dot_kernel_gets_its_own_tiles_and_none_is_the_start() 
     )
     space = space_of(twice, sizes={"M": 4096, "N": 4096, "K": 4096})
     assert "mm_kernel:BLOCK_M#2" in [d.name for d in space.dims]
-    tiles = tensor_core_tiles(twice, space)
+    tiles = tensor_core_tiles(space)
     firsts = [p for p in tiles if p["mm_kernel:BLOCK_M"] != space.start()["mm_kernel:BLOCK_M"]]
     seconds = [p for p in tiles if p["mm_kernel:BLOCK_M#2"] != space.start()["mm_kernel:BLOCK_M#2"]]
     assert firsts and seconds and not [p for p in firsts if p in seconds]  # one launch moved at a time
     at_a_tile = SOURCE.replace("BLOCK_M = 32", "BLOCK_M = 128").replace("BLOCK_N=32", "BLOCK_N=256").replace(
         "BLOCK_K=32)", "BLOCK_K=64, num_warps=8, num_stages=3)")  # fmt: skip
     space = space_of(at_a_tile, sizes={"M": 4096, "N": 4096, "K": 4096})
-    assert space.start()["mm_kernel:BLOCK_N"] == 256 and space.start() not in tensor_core_tiles(
-        at_a_tile, space
-    )
+    assert space.start()["mm_kernel:BLOCK_N"] == 256 and space.start() not in tensor_core_tiles(space)
 
 
 def test_a_dot_launchs_tiles_past_a_threads_registers_or_the_shared_memory_are_over_its_limits() -> None:
@@ -224,7 +222,7 @@ def test_a_dot_launchs_tiles_past_a_threads_registers_or_the_shared_memory_are_o
     assert plain.tiles == [] and [b.blocks for b in plain.blocks] == [["scale_kernel:BLOCK"], ["scale_kernel:BLOCK#2"]]
     assert 0 < points_within_limits(space) < space.size()
     # Every tensor-core tile the optimiser tries first is within them.
-    assert all(over_limits(space, p) is None for p in tensor_core_tiles(SOURCE, space))
+    assert all(over_limits(space, p) is None for p in tensor_core_tiles(space))
 
 
 def test_the_limits_agree_with_what_a_gpu_did_with_the_matmuls_points() -> None:

@@ -103,19 +103,21 @@ def over_limits(space: KnobSpace, point: dict[str, int]) -> str | None:
 
 
 def _over(limit: BlockTile | DotTile, point: dict[str, int]) -> str | None:
-    """Why one launch's knobs at ``point`` are over its limits, or None. A launch whose warps the tuner cannot
-    read (``num_warps=nw``) has no register limit; one with no stages knob (it does not loop, or sets them in
-    a way the tuner cannot read) counts one operand buffer."""
-    if isinstance(limit, BlockTile):
-        if limit.warps is None:
-            return None
-        warps = point[limit.warps]
-        per_thread = math.prod(point[name] for name in limit.blocks) // (32 * warps)
-        if per_thread >= ELEMENTS_PER_THREAD:
-            return (f"{' x '.join(limit.blocks)} = {' x '.join(str(point[n]) for n in limit.blocks)} over {warps} "
-                    f"warps: {per_thread} elements a thread, twice or more the registers a thread has")  # fmt: skip
+    return _block_over(limit, point) if isinstance(limit, BlockTile) else _dot_over(limit, point)
+
+
+def _block_over(block: BlockTile, point: dict[str, int]) -> str | None:
+    warps = point[block.warps]
+    per_thread = math.prod(point[name] for name in block.blocks) // (32 * warps)
+    if per_thread < ELEMENTS_PER_THREAD:
         return None
-    tile = limit
+    return (f"{' x '.join(block.blocks)} = {' x '.join(str(point[n]) for n in block.blocks)} over {warps} "
+            f"warps: {per_thread} elements a thread, twice or more the registers a thread has")  # fmt: skip
+
+
+def _dot_over(tile: DotTile, point: dict[str, int]) -> str | None:
+    """A launch whose warps the tuner cannot read (``num_warps=nw``) has no register limit; one with no
+    stages knob (it does not loop, or sets them in a way the tuner cannot read) counts one operand buffer."""
     bm, bn = point[tile.m], point[tile.n]
     if tile.warps is not None:
         threads = 32 * point[tile.warps]
@@ -153,33 +155,32 @@ def points_within_limits(space: KnobSpace) -> int:
     by_name = {d.name: d for d in space.dims}
     within, named = 1, set()
     for limit in limits:
-        names = [n for n in ((*limit.blocks, limit.warps) if isinstance(limit, BlockTile)
-                             else (limit.m, limit.n, limit.k, limit.warps, limit.stages)) if n]  # fmt: skip
+        names = limit.knobs()
         named |= set(names)
         within *= sum(_over(limit, dict(zip(names, values, strict=True))) is None
                       for values in itertools.product(*(by_name[n].values for n in names)))  # fmt: skip
     return within * math.prod(len(d.values) for d in space.dims if d.name not in named)
 
 
-def tensor_core_tiles(source: str, space: KnobSpace, operand_bytes: int = 2) -> list[dict[str, int]]:
-    """Points of ``space`` at the MMA_TILES, for each launch of a kernel that calls ``tl.dot`` with block
-    knobs for the M, N and K axes (``_axis_of``): as many stages as fit MMA_PIPELINE_BYTES with operands of
-    ``operand_bytes``, and 8 warps for wide tiles. A tile value the space does not allow (a problem smaller
-    than the tile) becomes the nearest legal one. Other knobs stay at their start. Empty for a kernel
-    without such a launch: these are first points for the searcher, never a limit."""
+def tensor_core_tiles(space: KnobSpace) -> list[dict[str, int]]:
+    """Points of ``space`` at the MMA_TILES, for each of its dot launches (``space.tiles``): as many stages
+    as fit MMA_PIPELINE_BYTES with the launch's operand size, and 8 warps for wide tiles. A tile value the
+    space does not allow (a problem smaller than the tile) becomes the nearest legal one. Other knobs stay
+    at their start. Empty for a space without dot launches: these are first points for the searcher, never
+    a limit."""
     start = space.start()
     points: list[dict[str, int]] = []
-    for knobs, axes in _dot_launches(_kernels_calling_dot(source), _launches(_named_knobs(source), space.dims)):
-        warps, stages = knobs.get("num_warps"), knobs.get("num_stages")
+    for launch in space.tiles:
+        m, n, k = space.dim(launch.m), space.dim(launch.n), space.dim(launch.k)
         for tile in MMA_TILES:
-            bm, bn, bk = (_nearest_legal(axes[a], v) for a, v in zip("MNK", tile, strict=True))
-            point = {axes["M"].name: bm, axes["N"].name: bn, axes["K"].name: bk}
-            if warps is not None:
-                point[warps.name] = _nearest_legal(warps, 8 if bm * bn >= MMA_WIDE_TILE else 4)
-            if stages is not None:
-                per_stage = (bm + bn) * bk * operand_bytes
-                point[stages.name] = max([s for s in stages.values if s * per_stage <= MMA_PIPELINE_BYTES],
-                                         default=stages.values[0])  # fmt: skip
+            bm, bn, bk = (_nearest_legal(dim, v) for dim, v in zip((m, n, k), tile, strict=True))
+            point = {m.name: bm, n.name: bn, k.name: bk}
+            if launch.warps is not None:
+                point[launch.warps] = _nearest_legal(space.dim(launch.warps), 8 if bm * bn >= MMA_WIDE_TILE else 4)
+            if launch.stages is not None:
+                per_stage = (bm + bn) * bk * launch.operand_bytes
+                stages = space.dim(launch.stages).values
+                point[launch.stages] = max([s for s in stages if s * per_stage <= MMA_PIPELINE_BYTES], default=stages[0])
             point = start | point
             if point != start and point not in points:
                 points.append(point)
