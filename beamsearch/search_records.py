@@ -102,3 +102,4 @@ class SearcherState(Record):
     suggested: list[dict[str, int]] = []  # in order
     observations: list[Observation] = []
     limits: list[dict[str, int]] = []  # points that ran out of resources: they and points above are out
+    grid_limits: list[dict[str, int]] = []  # points whose launch grid was too large: they and points below are out

@@ -321,3 +321,21 @@ def test_the_runs_shared_memory_limit_is_the_one_triton_checks_a_launch_against(
     problem = resolve_problem("2_Standard_matrix_multiplication_")
     facts = device_facts(RunSpec(problem_path=problem.problem_path, shapes="full", device="cuda"))
     assert facts.shared_bytes == driver.active.utils.get_device_properties(0)["max_shared_mem"] > 0
+
+
+def test_a_seed_block_that_must_divide_its_size_keeps_only_divisors() -> None:
+    """A compiler seed's axis without bounds masks (``compile_seed``: the grid's ``whole`` list) refuses a
+    block that does not divide the size at launch: the space holds only blocks that divide it. The seed
+    is the one an H100 made for KernelBench's 94_MSELoss: its second kernel has one program (xnumel 1),
+    where a search tried XBLOCK 2, 4 and 32 and each was refused."""
+    source = (DATA / "seeds" / "94_MSELoss_h100.py").read_text()
+    space = space_of(source, {"batch_size": 32768, "dim": 32768})
+    values = {d.name: d.values for d in space.dims}
+    assert values["triton_red_fused_mean_pow_sub_1:XBLOCK"] == [1]
+    assert values["triton_red_fused_mean_pow_sub_0:XBLOCK"][-1] == 8192  # xnumel 8192
+    assert values["triton_red_fused_mean_pow_sub_1:R0_BLOCK"][-1] > 8192  # masked: any block is safe
+    grid = "lambda meta: _grid(meta, [(c.numel(), 'BLOCK')], [(768, 'BLOCK'), (1280, 'BLOCK')])"
+    made = SOURCE.replace("(triton.cdiv(c.numel(), 256),)", grid)
+    blocks = {d.name: d.values for d in space_of(made, {"M": 4096}).dims}
+    assert blocks["scale_kernel:BLOCK#2"] == [16, 32, 64, 128, 256]  # the gcd, 256; 4096 without the list
+    assert blocks["scale_kernel:BLOCK"][-1] == 4096

@@ -8,7 +8,13 @@ import pytest
 
 from scripts.searcher_bench import MODELS, optimum_ms
 from workers.proposers.knob_space import DotTile, KnobDim, KnobSpace, over_limits, points_within_limits
-from workers.proposers.searcher import Searcher, SearcherState, first_points, is_resource_failure
+from workers.proposers.searcher import (
+    Searcher,
+    SearcherState,
+    first_points,
+    is_grid_failure,
+    is_resource_failure,
+)
 
 SPACE = KnobSpace(dims=[
     KnobDim(name="k:BLOCK_M", kind="block", values=[16, 32, 64, 128, 256], start=32),
@@ -113,6 +119,27 @@ def test_points_over_a_dot_launchs_limits_are_never_suggested(strategy: str) -> 
     assert points and all(over_limits(space, p) is None for p in points)
     if strategy == "exhaustive":
         assert len(points) == within and searcher.suggest(1) == []
+
+
+def test_a_refused_launch_rules_out_every_point_with_as_many_programs() -> None:
+    """A grid swap that puts too many programs on axis 1 fails at launch whatever the warps; the same swap
+    with larger blocks may fit. Exhaustive: each refused point is tried once, the rest all are."""
+    refused = "runtime_error: kernel_function raised (seed 7): RuntimeError: Triton Error [CUDA]: invalid argument"
+    searcher = Searcher(SMALL, seed=3, budget=SMALL.size())
+    tried = []
+
+    def cost(p: dict[str, int]) -> float | str:
+        tried.append(p)
+        return refused if p["k:grid_swap"] == 1 and p["k:BLOCK_M"] <= 64 else 1.0 + p["k:BLOCK_N"] / 256
+
+    drive(searcher, cost, SMALL.size())
+    failed = [p for p in tried if p["k:grid_swap"] == 1 and p["k:BLOCK_M"] <= 64]
+    assert len(failed) < 15 and len(tried) == SMALL.size() - 15 + len(failed)  # 15: swapped with BLOCK_M <= 64
+    assert all(not (p["k:grid_swap"] == 1 and p["k:BLOCK_M"] > 64) or p in tried
+               for p in ({"k:BLOCK_M": m, "k:BLOCK_N": n, "k:grid_swap": 1} for m in (128, 256) for n in (16, 256)))
+    restored = Searcher(SMALL, seed=3, state=searcher.state())
+    assert restored.state().grid_limits == searcher.state().grid_limits != []
+    assert not is_grid_failure("compile_failed: out of resource: shared memory") and is_grid_failure(refused)
 
 
 def test_other_failures_rule_out_only_their_point() -> None:

@@ -121,3 +121,42 @@ def kernel_function(x):
     k[(1,)]()
 """
     assert [(k.name, k.launch) for k in find_knobs(source)] == [("BLOCK", "k"), ("num_warps", "k")]
+
+
+# Where first drafts write their block sizes: a tuple assignment, a parameter default, a module constant;
+# and two names no one literal sets (changed again, or a parameter with no default).
+STYLES = """
+import triton
+import triton.language as tl
+
+BLOCK_SIZE = 1024
+
+
+@triton.jit
+def k(x, n, BLOCK_A: tl.constexpr, BLOCK_B: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_D: tl.constexpr,
+      BLOCK_E: tl.constexpr, BLOCK_F: tl.constexpr):
+    tl.store(x + tl.arange(0, BLOCK_A), 1.0)
+
+
+def kernel_function(x, block_c=64, *, block_f, BLOCK_SIZE=None):
+    BLOCK_A, BLOCK_B = 16, 256
+    block_e = 32
+    block_e *= 2
+    k[(1,)](x, x.numel(), BLOCK_A=BLOCK_A, BLOCK_B=BLOCK_B, BLOCK_C=block_c, BLOCK_D=SIZE, BLOCK_E=block_e,
+            BLOCK_F=block_f)
+    return x
+
+
+SIZE = BLOCK_SIZE
+"""
+
+
+def test_block_sizes_from_tuples_defaults_and_module_constants() -> None:
+    knobs = {k.name: k for k in find_knobs(STYLES) if k.kind == "block"}
+    assert {n: k.value for n, k in knobs.items()} == {"BLOCK_A": 16, "BLOCK_B": 256, "BLOCK_C": 64}
+    rewritten = apply(STYLES, {knobs["BLOCK_B"]: 128, knobs["BLOCK_C"]: 32})
+    assert "BLOCK_A, BLOCK_B = 16, 128" in rewritten and "block_c=32" in rewritten
+    module_level = STYLES.replace("BLOCK_D=SIZE", "BLOCK_D=MODULE_BLOCK").replace("SIZE = BLOCK_SIZE", "MODULE_BLOCK = 512")
+    knobs = {k.name: k for k in find_knobs(module_level) if k.kind == "block"}
+    assert knobs["BLOCK_D"].value == 512
+    assert "MODULE_BLOCK = 256" in apply(module_level, {knobs["BLOCK_D"]: 256})

@@ -8,7 +8,8 @@ Legal values:
 
 - block constexprs: powers of two, from a sixteenth of the kernel's own value (at least 16 in a kernel
   that calls ``tl.dot``) up to the next power of two of the matching problem size when ``sizes`` is given,
-  else sixteen times the kernel's own value;
+  else sixteen times the kernel's own value; a block its launch's grid says must divide a size (a compiler
+  seed's axis without bounds masks, ``whole_blocks``) only up to the largest power of two dividing it;
 - ``num_warps``: 1 to 16, powers of two; ``num_stages``: 1 to 5, only for kernels that loop (as the tuner);
 - the grid axis swap: 0 (as written) or 1 (axes 0 and 1 swapped).
 
@@ -64,10 +65,13 @@ def space_of(source: str, sizes: dict[str, int] | None = None, operand_bytes: in
     ``BlockTile`` (``over_limits``)."""
     dot_kernels = _kernels_calling_dot(source)
     named = _named_knobs(source)
+    divides = whole_blocks(source)
     dims = []
     for name, knob in named.items():
         if knob.kind == "block":
             values = _block_values(knob, sizes, floor=16 if knob.launch in dot_kernels else 1)
+            if (size := divides.get(knob.site, {}).get(knob.name)) is not None:
+                values = [v for v in values if size % v == 0]
         elif knob.kind == "warps":
             values = WARPS
         elif knob.kind == "stages":
@@ -237,6 +241,32 @@ def describe(space: KnobSpace, point: dict[str, int]) -> str:
             f"{dim.name} (axes 0<->1)" if dim.kind == "grid" else f"{dim.name} {dim.start} -> {value}"
         )
     return ", ".join(changes) or "the kernel as written"
+
+
+def whole_blocks(source: str) -> dict[tuple[int, int], dict[str, int]]:
+    """By launch call site (``Knob.site``): the sizes each block constexpr must divide, from a grid written
+    ``lambda meta: _grid(meta, axes, [(numel, 'XBLOCK'), ...])``, as ``compile_seed`` writes a launch whose
+    axes Inductor compiled without bounds masks (its ``_grid`` refuses any other block at launch). A block
+    named twice must divide both (their gcd). Empty for any other grid, or a source that does not parse."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return {}
+    found: dict[tuple[int, int], dict[str, int]] = {}
+    for call in ast.walk(tree):
+        grid = call.func.slice if isinstance(call, ast.Call) and isinstance(call.func, ast.Subscript) else None
+        if not (isinstance(grid, ast.Lambda) and isinstance(grid.body, ast.Call) and len(grid.body.args) == 3
+                and isinstance(grid.body.args[2], ast.List)):  # fmt: skip
+            continue
+        sizes: dict[str, int] = {}
+        for pair in grid.body.args[2].elts:
+            if isinstance(pair, ast.Tuple) and len(pair.elts) == 2 and all(isinstance(e, ast.Constant) for e in pair.elts):
+                numel, block = (e.value for e in pair.elts)
+                if type(numel) is int and numel > 0 and isinstance(block, str):
+                    sizes[block] = math.gcd(sizes.get(block, 0), numel)
+        if sizes:
+            found[(call.lineno, call.col_offset)] = sizes
+    return found
 
 
 def _named_knobs(source: str) -> dict[str, Knob]:

@@ -14,8 +14,11 @@ Limits known before any run: a point whose tiles cannot fit a thread's registers
 accumulator, another launch's block) or whose operand pipeline overflows the GPU's shared memory
 (``knob_space.over_limits``) is never suggested. Learned limits: a point that failed for lack of resources (shared memory, registers, spills:
 any failure text ``is_resource_failure`` recognises) is never suggested again, and neither is any point
-that dominates it (the same warps and grid, every block and the stages at least as large). Other
-failures rule out only the point itself.
+that dominates it (the same warps and grid, every block and the stages at least as large). A point
+whose launch CUDA refused (``is_grid_failure``: a grid axis past its limit, e.g. a grid swap that puts
+a million programs on axis 1, where 65,535 is the most) is never suggested again, and neither is any
+point with the same grid swaps and every block at most as large (as many programs or more on each
+axis, whatever the warps and stages). Other failures rule out only the point itself.
 """
 
 from __future__ import annotations
@@ -43,12 +46,21 @@ RESOURCE_FAILURE = re.compile(
     re.IGNORECASE,
 )
 
+# CUDA's answer to a launch it refuses outright; with Triton's own resource checks passed, that is a grid
+# axis past its limit (programs grow as blocks shrink).
+GRID_FAILURE = re.compile(r"Triton Error \[CUDA\]: invalid argument")
+
 Index = tuple[int, ...]  # a point as one value index per dimension
 
 
 def is_resource_failure(failure: str) -> bool:
     """Whether a failure's text says the kernel ran out of a resource that grows with tiles and stages."""
     return RESOURCE_FAILURE.search(failure) is not None
+
+
+def is_grid_failure(failure: str) -> bool:
+    """Whether a failure's text says CUDA refused the launch itself (a grid too large)."""
+    return GRID_FAILURE.search(failure) is not None
 
 
 class Searcher:
@@ -79,7 +91,9 @@ class Searcher:
         self._seen = set(self._suggested)
         self._observations = list(state.observations)
         self._limits = [self._index(p) for p in state.limits]
+        self._grid_limits = [self._index(p) for p in state.grid_limits]
         self._upward = [d.kind in ("block", "stages") for d in space.dims]
+        self._kinds = [d.kind for d in space.dims]
         self._over: dict[Index, bool] = {}  # over_limits, by point: a walk asks again and again
 
     def suggest(self, n: int) -> list[dict[str, int]]:
@@ -113,12 +127,15 @@ class Searcher:
                                               failure=failure))  # fmt: skip
         if failure and is_resource_failure(failure) and index not in self._limits:
             self._limits.append(index)
+        elif failure and is_grid_failure(failure) and index not in self._grid_limits:
+            self._grid_limits.append(index)
 
     def state(self) -> SearcherState:
         return SearcherState(space=self.space, strategy=self._strategy,
                              first=[self._point(i) for i in self._first],
                              suggested=[self._point(i) for i in self._suggested],
-                             observations=self._observations, limits=[self._point(i) for i in self._limits])  # fmt: skip
+                             observations=self._observations, limits=[self._point(i) for i in self._limits],
+                             grid_limits=[self._point(i) for i in self._grid_limits])  # fmt: skip
 
     def best(self) -> tuple[dict[str, int], float] | None:
         """The fastest observed point and its time; None before any success."""
@@ -226,7 +243,8 @@ class Searcher:
 
     def _free(self, index: Index) -> bool:
         return index not in self._seen and not self._over_limits(index) \
-            and not any(self._dominates(index, limit) for limit in self._limits)  # fmt: skip
+            and not any(self._dominates(index, limit) for limit in self._limits) \
+            and not any(self._more_programs(index, limit) for limit in self._grid_limits)  # fmt: skip
 
     def _over_limits(self, index: Index) -> bool:
         if not (self.space.tiles or self.space.blocks):
@@ -239,6 +257,12 @@ class Searcher:
         """Whether ``index`` needs at least ``limit``'s resources: the same warps and grid, every block
         and the stages at least as large."""
         return all(a >= b if up else a == b for a, b, up in zip(index, limit, self._upward, strict=True))
+
+    def _more_programs(self, index: Index, limit: Index) -> bool:
+        """Whether ``index`` launches at least ``limit``'s programs on every grid axis: the same grid swaps,
+        every block at most as large (warps and stages leave the grid alone)."""
+        return all(a <= b if kind == "block" else a == b if kind == "grid" else True
+                   for a, b, kind in zip(index, limit, self._kinds, strict=True))  # fmt: skip
 
     def _centre(self) -> Index:
         best = self.best()

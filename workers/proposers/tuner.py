@@ -4,8 +4,10 @@ It reads a Triton kernel file's *knobs* from its source and proposes rewrites th
 the direction the diagnosis points:
 
 - block sizes: constexpr keyword arguments of a launch (``k[grid](..., BLOCK_K=BLOCK_K)``) whose value
-  is an int literal, a name assigned an int literal in the wrapper (``BLOCK_K = 512``), or the int cap
-  of a ``min(...)``/``max(...)`` (``BLOCK_CO = min(next_power_of_2(C), 32)``); kept powers of two;
+  is an int literal, a name assigned an int literal once in the wrapper (``BLOCK_K = 512``, or
+  ``BLOCK_M, BLOCK_N = 64, 64``), else the wrapper's parameter default (``def kernel_function(x,
+  BLOCK=1024)``), else once at the module's top level (``BLOCK_SIZE = 1024``), or the int cap of a
+  ``min(...)``/``max(...)`` (``BLOCK_CO = min(next_power_of_2(C), 32)``); kept powers of two;
 - ``num_warps`` and ``num_stages`` of each launch, added to the launch when absent (Triton's defaults
   are 4 warps and 3 stages; stages only for kernels that loop);
 - the grid mapping: for a launch with a grid of two or more axes (a tuple, inline or assigned once),
@@ -75,7 +77,7 @@ def find_knobs(source: str) -> list[Knob]:
                     const = kw.value if _is_int(kw.value) else None
                     kind: KnobKind = "warps" if kw.arg == "num_warps" else "stages"
                 elif kw.arg in info.constexprs:
-                    const = _block_literal(kw.value, func)
+                    const = _block_literal(kw.value, func, tree)
                     kind = "block"
                 else:
                     continue  # a runtime argument (a size, a stride) is not a knob
@@ -222,13 +224,13 @@ def _own_nodes(func: ast.AST) -> list[ast.AST]:
     return nodes
 
 
-def _block_literal(value: ast.expr, scope: ast.AST) -> ast.Constant | None:
-    """The int literal that sets a block-size argument: inline, via a local name, or a min/max cap."""
+def _block_literal(value: ast.expr, scope: ast.AST, module: ast.Module) -> ast.Constant | None:
+    """The int literal that sets a block-size argument: inline, via a name (``_value_of``), or a min/max cap."""
     if _is_int(value):
         return value
     if isinstance(value, ast.Name):
-        assigned = _single_assignment(value.id, scope)
-        return _block_literal(assigned, scope) if assigned is not None and not isinstance(assigned, ast.Name) else None
+        assigned = _value_of(value.id, scope, module)
+        return _block_literal(assigned, scope, module) if assigned is not None and not isinstance(assigned, ast.Name) else None
     if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in ("min", "max"):
         ints = [a for a in value.args if _is_int(a)]
         return ints[0] if len(ints) == 1 else None
@@ -263,11 +265,51 @@ def swap_grid_axes(source: str, launch: str) -> str:
     return "".join(lines)
 
 
-def _single_assignment(name: str, scope: ast.AST) -> ast.expr | None:
-    """The value ``name`` is assigned in ``scope``, if it is assigned exactly once (else ambiguous)."""
-    assigned = [n.value for n in _own_nodes(scope) if isinstance(n, ast.Assign) and len(n.targets) == 1
-                and isinstance(n.targets[0], ast.Name) and n.targets[0].id == name]  # fmt: skip
+def _single_assignment(name: str, scope: ast.AST, top_level: bool = False) -> ast.expr | None:
+    """The value ``name`` is assigned in ``scope`` (only its own statements when ``top_level``), if it is
+    assigned exactly once (else ambiguous); one element of a tuple assignment (``A, B = 16, 64``) counts."""
+    nodes = scope.body if top_level else _own_nodes(scope)
+    assigned = []
+    for node in nodes:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == name:
+            assigned.append(node.value)
+        elif isinstance(node, (ast.AugAssign, ast.For, ast.With)) and name in _bound_names(node):
+            assigned.append(None)  # changed again, or bound by a loop: no one literal sets it
+        for target in node.targets if isinstance(node, ast.Assign) else []:
+            if isinstance(target, ast.Name) and target.id == name:
+                assigned.append(node.value)
+            elif isinstance(target, (ast.Tuple, ast.List)) and any(isinstance(e, ast.Name) and e.id == name for e in target.elts):
+                values = node.value.elts if isinstance(node.value, (ast.Tuple, ast.List)) else []
+                names = [e.id if isinstance(e, ast.Name) else None for e in target.elts]
+                assigned.append(values[names.index(name)] if len(values) == len(names) else None)
     return assigned[0] if len(assigned) == 1 else None
+
+
+def _value_of(name: str, scope: ast.AST, module: ast.Module) -> ast.expr | None:
+    """What ``name`` holds where a launch in ``scope`` reads it: its one assignment there, else the
+    scope's parameter default, else its one assignment at the module's top level (None: unknown)."""
+    if any(isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.With)) and name in _bound_names(n)
+           for n in _own_nodes(scope)):  # fmt: skip
+        return _single_assignment(name, scope)
+    if isinstance(scope, ast.FunctionDef):
+        args = scope.args
+        positional = args.posonlyargs + args.args
+        with_default = positional[len(positional) - len(args.defaults):]
+        defaults = dict(zip([a.arg for a in with_default], args.defaults, strict=True))
+        defaults |= {a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None}
+        if name in defaults:
+            return defaults[name]
+        if name in {a.arg for a in positional + args.kwonlyargs}:
+            return None  # a parameter with no default: the caller's value
+    return _single_assignment(name, module, top_level=True) if scope is not module else None
+
+
+def _bound_names(node: ast.AST) -> set[str]:
+    """Names a statement binds (its targets), not those it reads."""
+    targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+    if isinstance(node, ast.With):
+        targets = [item.optional_vars for item in node.items]
+    return {n.id for t in targets if t is not None for n in ast.walk(t) if isinstance(n, ast.Name)}
 
 
 def _grid_tuple(call: ast.Call, scope: ast.AST) -> ast.Tuple | None:
