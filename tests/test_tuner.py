@@ -123,8 +123,9 @@ def kernel_function(x):
     assert [(k.name, k.launch) for k in find_knobs(source)] == [("BLOCK", "k"), ("num_warps", "k")]
 
 
-# Where first drafts write their block sizes: a tuple assignment, a parameter default, a module constant;
-# and two names no one literal sets (changed again, or a parameter with no default).
+# Where first drafts write their block sizes: a tuple assignment, a module constant; and names no literal
+# of the file sets: one changed again, parameters (the caller's values: the harness passes model values
+# such as ``dilation`` by keyword, so editing a default would change nothing that runs).
 STYLES = """
 import triton
 import triton.language as tl
@@ -151,11 +152,10 @@ SIZE = BLOCK_SIZE
 """
 
 
-def test_block_sizes_from_tuples_defaults_and_module_constants() -> None:
+def test_block_sizes_from_tuples_and_module_constants_never_parameters() -> None:
     knobs = {k.name: k for k in find_knobs(STYLES) if k.kind == "block"}
-    assert {n: k.value for n, k in knobs.items()} == {"BLOCK_A": 16, "BLOCK_B": 256, "BLOCK_C": 64}
-    rewritten = apply(STYLES, {knobs["BLOCK_B"]: 128, knobs["BLOCK_C"]: 32})
-    assert "BLOCK_A, BLOCK_B = 16, 128" in rewritten and "block_c=32" in rewritten
+    assert {n: k.value for n, k in knobs.items()} == {"BLOCK_A": 16, "BLOCK_B": 256}
+    assert "BLOCK_A, BLOCK_B = 16, 128" in apply(STYLES, {knobs["BLOCK_B"]: 128})
     module_level = STYLES.replace("BLOCK_D=SIZE", "BLOCK_D=MODULE_BLOCK").replace("SIZE = BLOCK_SIZE", "MODULE_BLOCK = 512")
     knobs = {k.name: k for k in find_knobs(module_level) if k.kind == "block"}
     assert knobs["BLOCK_D"].value == 512

@@ -5,8 +5,8 @@ the direction the diagnosis points:
 
 - block sizes: constexpr keyword arguments of a launch (``k[grid](..., BLOCK_K=BLOCK_K)``) whose value
   is an int literal, a name assigned an int literal once in the wrapper (``BLOCK_K = 512``, or
-  ``BLOCK_M, BLOCK_N = 64, 64``), else the wrapper's parameter default (``def kernel_function(x,
-  BLOCK=1024)``), else once at the module's top level (``BLOCK_SIZE = 1024``), or the int cap of a
+  ``BLOCK_M, BLOCK_N = 64, 64``), else, when it is no parameter of the wrapper, once at the module's
+  top level (``BLOCK_SIZE = 1024``), or the int cap of a
   ``min(...)``/``max(...)`` (``BLOCK_CO = min(next_power_of_2(C), 32)``); kept powers of two;
 - ``num_warps`` and ``num_stages`` of each launch, added to the launch when absent (Triton's defaults
   are 4 warps and 3 stages; stages only for kernels that loop);
@@ -286,21 +286,15 @@ def _single_assignment(name: str, scope: ast.AST, top_level: bool = False) -> as
 
 
 def _value_of(name: str, scope: ast.AST, module: ast.Module) -> ast.expr | None:
-    """What ``name`` holds where a launch in ``scope`` reads it: its one assignment there, else the
-    scope's parameter default, else its one assignment at the module's top level (None: unknown)."""
+    """What ``name`` holds where a launch in ``scope`` reads it: its one assignment there, else (when it is
+    not a parameter of ``scope``) its one assignment at the module's top level (None: unknown)."""
     if any(isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.With)) and name in _bound_names(n)
            for n in _own_nodes(scope)):  # fmt: skip
         return _single_assignment(name, scope)
     if isinstance(scope, ast.FunctionDef):
         args = scope.args
-        positional = args.posonlyargs + args.args
-        with_default = positional[len(positional) - len(args.defaults):]
-        defaults = dict(zip([a.arg for a in with_default], args.defaults, strict=True))
-        defaults |= {a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None}
-        if name in defaults:
-            return defaults[name]
-        if name in {a.arg for a in positional + args.kwonlyargs}:
-            return None  # a parameter with no default: the caller's value
+        if name in {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}:
+            return None  # the caller's value (the harness passes model values: a default is no knob)
     return _single_assignment(name, module, top_level=True) if scope is not module else None
 
 
