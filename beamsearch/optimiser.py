@@ -5,8 +5,9 @@ searcher for points, renders each point into a candidate kernel, and gives every
 searcher whose point it was (a time, or the failure's text: a compile failure or a kernel out of
 resources is a limit the searcher learns). There is one searcher per knob space: a beam kernel the
 optimiser made is a point of its root kernel's space, so it is searched through that root's searcher,
-not a second one over the same points. The first points are the root's own, tensor-core tiles where it
-calls ``tl.dot``, then the roofline class's moves; none of them rules a region out.
+not a second one over the same points. The first points are the root's own, its ``@triton.autotune``
+configs where it has them, tensor-core tiles where it calls ``tl.dot``, then the roofline class's moves;
+none of them rules a region out.
 
 Planning always starts from the saved ``OptimiserState`` (part of the BeamState), so a resumed round
 plans exactly the tasks its first session did. A point whose kernel the run has already measured is
@@ -24,7 +25,7 @@ from typing import Protocol
 from beamsearch.beam import code_hash
 from beamsearch.schema import Kernel
 from beamsearch.state import BeamEntry, BeamState, OptimiserState, Outcome, SpaceSearch, Task, TaskResult
-from workers.proposers.knob_space import describe, render, space_of, tensor_core_tiles
+from workers.proposers.knob_space import autotune_points, describe, render, space_of, tensor_core_tiles
 from workers.proposers.searcher import Searcher, SearcherState, first_points
 
 # Candidates a round hands each worker by default: no worker waits long for the round's last one.
@@ -110,7 +111,8 @@ class Optimiser:
         # tiles make a matmul look underutilised or memory-bound, and the tiles are what cure both.
         roofline = first_points(space, bottleneck)
         tiles = tensor_core_tiles(space)
-        first = roofline[:1] + tiles + roofline[1:]  # the kernel's own point first
+        # the kernel's own point first, then its author's autotune configs
+        first = roofline[:1] + autotune_points(kernel.source, space) + tiles + roofline[1:]
         searcher = self.make(space, self._seed(kernel.hash), state=None, first=first, budget=self.budget)
         self.live[kernel.hash] = searcher
         self.searches[kernel.hash] = SpaceSearch(root_id=entry.id, root=kernel, space=space, budget=self.budget,

@@ -28,6 +28,7 @@ import math
 import re
 
 from beamsearch.search_records import BlockTile, DotTile, KnobDim, KnobSpace
+from workers.proposers.autotune_configs import without_autotune
 from workers.proposers.tuner import Knob, apply, find_knobs
 
 BLOCK_CAP = 1 << 16  # the largest block value considered; larger tiles do not fit a program's registers
@@ -63,9 +64,12 @@ def space_of(source: str, sizes: dict[str, int] | None = None, operand_bytes: in
     K block knobs gets a ``DotTile``: its knobs, its operands' ``operand_bytes`` and the ``shared_bytes``
     of the GPU's shared memory a program may take; any other launch with block knobs and readable warps a
     ``BlockTile`` (``over_limits``)."""
+    detuned = without_autotune(source)
+    source = detuned.source
     dot_kernels = _kernels_calling_dot(source)
     named = _named_knobs(source)
     divides = whole_blocks(source)
+    authored = _config_values(named, detuned.configs)
     dims = []
     for name, knob in named.items():
         if knob.kind == "block":
@@ -78,9 +82,8 @@ def space_of(source: str, sizes: dict[str, int] | None = None, operand_bytes: in
             values = STAGES
         else:
             values = [0, 1]
-        dims.append(
-            KnobDim(name=name, kind=knob.kind, values=sorted({*values, knob.value}), start=knob.value)
-        )
+        values = {*values, knob.value, *(c[name] for c in authored if name in c)}
+        dims.append(KnobDim(name=name, kind=knob.kind, values=sorted(values), start=knob.value))
     launches = _launches(named, dims)
     tiles = [DotTile(m=axes["M"].name, n=axes["N"].name, k=axes["K"].name, warps=_name(knobs.get("num_warps")),
                      stages=_name(knobs.get("num_stages")), operand_bytes=operand_bytes, shared_bytes=shared_bytes)
@@ -92,6 +95,24 @@ def space_of(source: str, sizes: dict[str, int] | None = None, operand_bytes: in
               if launch not in dot_kernels and "num_warps" in knobs and any(d.kind == "block" for d in knobs.values())
               and not {"M", "N", "K"} <= {_axis_of(n) for n, d in knobs.items() if d.kind == "block"}]  # fmt: skip
     return KnobSpace(dims=dims, tiles=tiles, blocks=blocks)
+
+
+def autotune_points(source: str, space: KnobSpace) -> list[dict[str, int]]:
+    """The configs of ``source``'s ``@triton.autotune`` kernels as points of ``space`` (its ``space_of``),
+    in the decorators' order: the i-th point sets every such kernel's launches to its i-th config."""
+    detuned = without_autotune(source)
+    return [space.complete(p) for p in _config_values(_named_knobs(detuned.source), detuned.configs)]
+
+
+def _config_values(named: dict[str, Knob], configs: dict[str, list[dict[str, int]]]) -> list[dict[str, int]]:
+    """Per config index, the knob values its configs give the launches of their kernels."""
+    points = []
+    for i in range(max((len(c) for c in configs.values()), default=0)):
+        point = {name: configs[k.launch][i][k.name] for name, k in named.items()
+                 if len(configs.get(k.launch, ())) > i and k.name in configs[k.launch][i]}  # fmt: skip
+        if point:
+            points.append(point)
+    return points
 
 
 def over_limits(space: KnobSpace, point: dict[str, int]) -> str | None:
@@ -222,8 +243,10 @@ def _name(dim: KnobDim | None) -> str | None:
 def render(source: str, space: KnobSpace, point: dict[str, int]) -> str:
     """``source`` with every knob at ``point``'s value (knobs at their start value are left as written).
     Raises ValueError when ``space`` is not ``source``'s space or the point has an unknown name or an
-    illegal value. A point missing some names keeps those knobs at their start."""
+    illegal value. A point missing some names keeps those knobs at their start. An ``@triton.autotune``
+    kernel is written as plain launches at the point (``autotune_configs``), its start included."""
     point = space.complete(point)
+    source = without_autotune(source).source
     knobs = _named_knobs(source)
     if [d.name for d in space.dims] != list(knobs) or any(d.start != knobs[d.name].value for d in space.dims):
         raise ValueError("this knob space was not built from this source (its knobs or their values differ)")

@@ -1,0 +1,64 @@
+"""An @triton.autotune kernel as plain launches: its configs become knobs and the search's first points."""
+
+from __future__ import annotations
+
+import pytest
+
+from beamsearch.beam import code_hash
+from beamsearch.optimiser import Optimiser
+from beamsearch.schema import Kernel, RunSpec
+from tests.conftest import DATA
+from tests.test_optimiser import beam_state
+from workers.harness.verify import verify_kernel
+from workers.proposers.autotune_configs import without_autotune
+from workers.proposers.knob_space import autotune_points, render, space_of
+
+KERNEL = DATA / "kernels" / "autotuned_scale.py"
+SIZES = {"rows": 48, "cols": 80}
+CONFIGS = [{"_scale:BLOCK_SIZE": 64, "_scale:num_warps": 2}, {"_scale:BLOCK_SIZE": 256, "_scale:num_warps": 4},
+           {"_scale:BLOCK_SIZE": 1024, "_scale:num_warps": 8}]  # fmt: skip
+
+
+def test_the_decorator_goes_and_the_first_config_is_written_into_the_launch() -> None:
+    detuned = without_autotune(KERNEL.read_text())
+    assert "@triton.autotune(" not in detuned.source and "triton.Config" not in detuned.source
+    assert 'x.shape[-1], BLOCK_SIZE=64, num_warps=2)' in detuned.source
+    # num_stages only pipelines loops: this kernel has none, so no config's stages are a knob
+    assert detuned.configs == {"_scale": [{"BLOCK_SIZE": 64, "num_warps": 2}, {"BLOCK_SIZE": 256, "num_warps": 4},
+                                          {"BLOCK_SIZE": 1024, "num_warps": 8}]}  # fmt: skip
+
+
+def test_every_config_is_a_point_of_the_space_and_each_verifies(tmp_path) -> None:
+    source = KERNEL.read_text()
+    space = space_of(source, SIZES)
+    assert autotune_points(source, space) == CONFIGS
+    assert {1024, 256, 64} <= set(space.dims[0].values)  # a config past the size's bound stays legal
+    spec = RunSpec(problem_path=str(DATA / "scale_rows_problem.py"), shapes="small", device="cpu")
+    for point in CONFIGS:
+        path = tmp_path / f"at_{point['_scale:BLOCK_SIZE']}.py"
+        path.write_text(render(source, space, point))
+        verdict = verify_kernel(spec, str(path))
+        assert verdict.passed, f"{point}: {verdict.status}: {verdict.reason}"
+
+
+def test_the_search_tries_the_authors_configs_first() -> None:
+    source = KERNEL.read_text()
+    state = beam_state()
+    entry = state.input.model_copy(update={"kernel": Kernel(source=source, origin="input")})
+    state = state.model_copy(update={"beam": [entry], "input": entry, "seen": {code_hash(source): "input"}})
+    tasks = Optimiser(state.optimiser, SIZES, seed=0, budget=64).plan(state, 1, 5)
+    space = space_of(source, SIZES)
+    assert [t.kernel.source for t in tasks[:3]] == [render(source, space, p) for p in CONFIGS]
+
+
+@pytest.mark.parametrize("change", [
+    ('configs=[', 'configs=CONFIGS, unused=['),  # not a literal list
+    ('num_warps=2)', 'num_warps=2, pre_hook=print)'),  # a hook runs on every call: not ours to drop
+    ('{"BLOCK_SIZE": 1024}', '{"BLOCK_SIZE": 1024, "EXTRA": 1}'),  # configs that set different names
+    ('x.shape[-1])', 'x.shape[-1], BLOCK_SIZE=64)'),  # a launch that sets a config's value itself
+])  # fmt: skip
+def test_a_decorator_not_read_in_full_leaves_the_source_as_it_was(change: tuple[str, str]) -> None:
+    source = KERNEL.read_text().replace(*change)
+    assert change[1] in source
+    assert without_autotune(source).source == source
+    assert autotune_points(source, space_of(source, SIZES)) == []
