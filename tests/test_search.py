@@ -282,6 +282,14 @@ def test_a_failing_starting_kernel_says_which_check(tmp_path) -> None:
     assert not (tmp_path / "o" / "state.json").exists()
 
 
+def test_an_autotuned_starting_kernel_on_the_cpu_says_it_needs_a_gpu(tmp_path) -> None:
+    kernel = DATA / "kernels" / "autotuned_scale.py"
+    done = run_cli("--problem", PROBLEM, "--kernel", str(kernel), "--out", str(tmp_path / "o"), "--rounds", "1",
+                   "--workers", "1", "--quiet")  # fmt: skip
+    assert done.returncode == 1
+    assert "autotuner needs a GPU" in done.stderr and "starting kernel" in done.stderr, done.stderr[-2000:]
+
+
 def test_an_existing_run_is_not_overwritten(tmp_path) -> None:
     state = BeamState(config=SearchConfig(problem=PROBLEM), problem="p",
                       spec=RunSpec(problem_path=PROBLEM, shapes="small", device="cpu"))  # fmt: skip
