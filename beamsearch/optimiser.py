@@ -122,7 +122,8 @@ class Optimiser:
     def _take(self, key: str, n: int, parent: BeamEntry, state: BeamState, round_: int, tasks: list[Task],
               planned: dict[str, str], prefix: str) -> int:  # fmt: skip
         """Append up to ``n`` new tasks from search ``key``'s next points; returns how many."""
-        search, searcher = self.searches[key], self._searcher(key)
+        searcher = self._searcher(key)  # first: it may start the search again over a new space
+        search = self.searches[key]
         made = 0
         while made < n and (points := searcher.suggest(n - made)):
             for point in points:
@@ -169,6 +170,12 @@ class Optimiser:
     def _searcher(self, key: str) -> SearcherLike:
         if key not in self.live:
             search = self.searches[key]
+            space = space_of(search.root.source, self.sizes, self.operand_bytes, self.shared_bytes)
+            if space != search.space:
+                # Saved by code that read the root's knobs otherwise: its points would not render. The search
+                # starts again over today's space; kernels the run measured are told, never run again (_take).
+                search = search.model_copy(update={"space": space, "searcher": SearcherState(space=space)})
+                self.searches[key] = search
             self.live[key] = self.make(search.space, self._seed(key), state=search.searcher, first=(),
                                        budget=search.budget)  # fmt: skip
         return self.live[key]

@@ -12,6 +12,7 @@ from tests.test_optimiser import beam_state
 from workers.harness.verify import verify_kernel
 from workers.proposers.autotune_configs import without_autotune
 from workers.proposers.knob_space import autotune_points, render, space_of
+from workers.proposers.searcher import SearcherState
 
 KERNEL = DATA / "kernels" / "autotuned_scale.py"
 SIZES = {"rows": 48, "cols": 80}
@@ -62,3 +63,21 @@ def test_a_decorator_not_read_in_full_leaves_the_source_as_it_was(change: tuple[
     assert change[1] in source
     assert without_autotune(source).source == source
     assert autotune_points(source, space_of(source, SIZES)) == []
+
+
+def test_a_search_saved_over_another_reading_of_the_space_starts_again() -> None:
+    """A run saved by code that read the root's knobs otherwise (before autotune configs were read, its
+    space was empty of them) resumes over today's space instead of failing to render its points."""
+    source = KERNEL.read_text()
+    state = beam_state()
+    entry = state.input.model_copy(update={"kernel": Kernel(source=source, origin="input")})
+    state = state.model_copy(update={"beam": [entry], "input": entry, "seen": {code_hash(source): "input"}})
+    opt = Optimiser(state.optimiser, SIZES, seed=0, budget=64)
+    opt.plan(state, 1, 2)
+    saved = opt.state()
+    (key,) = saved.searches
+    old = saved.searches[key].space.model_copy(update={"dims": saved.searches[key].space.dims[:1]})
+    saved.searches[key] = saved.searches[key].model_copy(update={"space": old, "searcher": SearcherState(space=old)})
+    resumed = Optimiser(saved, SIZES, seed=0, budget=64)
+    tasks = resumed.plan(state.model_copy(update={"optimiser": saved}), 2, 3)
+    assert len(tasks) == 3 and resumed.state().searches[key].space == space_of(source, SIZES)

@@ -140,6 +140,10 @@ def test_a_refused_launch_rules_out_every_point_with_as_many_programs() -> None:
     restored = Searcher(SMALL, seed=3, state=searcher.state())
     assert restored.state().grid_limits == searcher.state().grid_limits != []
     assert not is_grid_failure("compile_failed: out of resource: shared memory") and is_grid_failure(refused)
+    # CUDA refuses a bad TMA descriptor in the same words: without a swapped grid, only the point goes
+    unswapped = Searcher(SMALL, seed=3, budget=SMALL.size())
+    unswapped.observe({"k:BLOCK_M": 256, "k:BLOCK_N": 256, "k:grid_swap": 0}, None, refused)
+    assert unswapped.state().grid_limits == [] and len(drive(unswapped, lambda p: 1.0, 100)) == SMALL.size() - 1
 
 
 def test_other_failures_rule_out_only_their_point() -> None:

@@ -160,3 +160,40 @@ def test_block_sizes_from_tuples_and_module_constants_never_parameters() -> None
     knobs = {k.name: k for k in find_knobs(module_level) if k.kind == "block"}
     assert knobs["BLOCK_D"].value == 512
     assert "MODULE_BLOCK = 256" in apply(module_level, {knobs["BLOCK_D"]: 256})
+
+
+def test_a_name_read_from_an_enclosing_scope_or_bound_twice_is_no_knob() -> None:
+    """A launch reads the binding Python would: a module constant only when nothing else binds that name."""
+    kernel = STYLES.split("def kernel_function")[0]
+    closure = kernel + """
+def kernel_function(x):
+    BLOCK_SIZE = 256
+
+    def run(y):
+        k[(1,)](y, y.numel(), BLOCK_A=BLOCK_SIZE, BLOCK_B=32, BLOCK_C=32, BLOCK_D=32, BLOCK_E=32, BLOCK_F=32)
+    run(x)
+"""
+    names = {k.name: k.value for k in find_knobs(closure) if k.kind == "block"}
+    assert "BLOCK_A" not in names and names["BLOCK_B"] == 32  # BLOCK_SIZE is the enclosing function's 256
+    alone = closure.replace("    BLOCK_SIZE = 256\n", "")
+    assert {k.name: k.value for k in find_knobs(alone)}["BLOCK_A"] == 1024  # now the module's constant
+    rebound = alone.replace("\n\n@triton.jit", "\nif True:\n    BLOCK_SIZE = 64\n\n\n@triton.jit", 1)
+    assert "BLOCK_A" not in {k.name for k in find_knobs(rebound)}
+
+
+def test_an_inserted_launch_option_goes_inside_the_parentheses() -> None:
+    """A parenthesised last argument, a trailing comma and a comment before the closing parenthesis."""
+    for tail in ("(n))", "n,)", "n  # the size\n    )"):
+        source = f"""
+import triton
+
+@triton.jit
+def k(x, n):
+    pass
+
+def kernel_function(x, n):
+    k[(1,)](x, {tail}
+"""
+        (warps,) = [k for k in find_knobs(source) if k.name == "num_warps"]
+        ast.parse(apply(source, {warps: 8}))
+        assert "num_warps=8" in apply(source, {warps: 8})

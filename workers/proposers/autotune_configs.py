@@ -19,6 +19,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from workers.proposers.tuner import launch_insertion, source_lines
+
 CONFIG_DEFAULTS = {"num_warps": 4, "num_stages": 3}  # triton.Config's own defaults
 
 
@@ -52,13 +54,14 @@ def without_autotune(source: str) -> Detuned:
     for name, (decorator, configs) in kernels.items():
         launches = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Subscript)
                     and isinstance(n.func.value, ast.Name) and n.func.value.id == name]  # fmt: skip
+        uses = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == name]
+        if not launches or len(uses) != len(launches):  # launched through another name: not ours to rewrite
+            return Detuned(source)
         for call in launches:
-            arguments = [*call.args, *(kw.value for kw in call.keywords)]
-            if not arguments or any(kw.arg in configs[0] for kw in call.keywords):
+            if not [*call.args, *call.keywords] or any(kw.arg in configs[0] for kw in call.keywords):
                 return Detuned(source)
-            last = max(arguments, key=lambda n: (n.end_lineno, n.end_col_offset))
-            text = "".join(f", {k}={v}" for k, v in configs[0].items())
-            edits.append((last.end_lineno, last.end_col_offset, last.end_lineno, last.end_col_offset, text))
+            line, col = launch_insertion(source, call)
+            edits.append((line, col, line, col, "".join(f", {k}={v}" for k, v in configs[0].items())))
         # the decorator's whole lines, from its '@' to its closing parenthesis
         edits.append((decorator.lineno, 0, decorator.end_lineno + 1, 0, ""))
     return Detuned(_edit(source, edits), {name: configs for name, (_, configs) in kernels.items()})
@@ -89,6 +92,8 @@ def _configs(decorator: ast.expr, kernel: ast.FunctionDef) -> list[dict[str, int
             if not (isinstance(key, ast.Constant) and isinstance(key.value, str) and _is_int(value)):
                 return None
             values[key.value] = value.value
+        if len(element.args) > 3:  # num_ctas, maxnreg or a hook by position
+            return None
         options = dict(CONFIG_DEFAULTS)
         for i, value in enumerate(element.args[1:3]):  # Config(kwargs, num_warps, num_stages) by position
             if not _is_int(value):
@@ -114,7 +119,7 @@ def _is_int(node: ast.AST) -> bool:
 
 def _edit(source: str, edits: list[tuple[int, int, int, int, str]]) -> str:
     """Apply (line, col, end line, end col, text) replacements, byte offsets within 1-based lines."""
-    lines = source.splitlines(keepends=True)
+    lines = source_lines(source)
     starts = [0]
     for line in lines:
         starts.append(starts[-1] + len(line.encode()))

@@ -15,10 +15,10 @@ accumulator, another launch's block) or whose operand pipeline overflows the GPU
 (``knob_space.over_limits``) is never suggested. Learned limits: a point that failed for lack of resources (shared memory, registers, spills:
 any failure text ``is_resource_failure`` recognises) is never suggested again, and neither is any point
 that dominates it (the same warps and grid, every block and the stages at least as large). A point
-whose launch CUDA refused (``is_grid_failure``: a grid axis past its limit, e.g. a grid swap that puts
-a million programs on axis 1, where 65,535 is the most) is never suggested again, and neither is any
-point with the same grid swaps and every block at most as large (as many programs or more on each
-axis, whatever the warps and stages). Other failures rule out only the point itself.
+that swaps a grid and whose launch CUDA refused (``is_grid_failure``: a grid axis past its limit, e.g. a
+swap that puts a million programs on axis 1, where 65,535 is the most) is never suggested again, and
+neither is any point with the same grid swaps and every block at most as large (as many programs or
+more on each axis, whatever the warps and stages). Other failures rule out only the point itself.
 """
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ class Searcher:
                                               failure=failure))  # fmt: skip
         if failure and is_resource_failure(failure) and index not in self._limits:
             self._limits.append(index)
-        elif failure and is_grid_failure(failure) and index not in self._grid_limits:
+        elif failure and is_grid_failure(failure) and index not in self._grid_limits and self._swaps_a_grid(index):
             self._grid_limits.append(index)
 
     def state(self) -> SearcherState:
@@ -257,6 +257,12 @@ class Searcher:
         """Whether ``index`` needs at least ``limit``'s resources: the same warps and grid, every block
         and the stages at least as large."""
         return all(a >= b if up else a == b for a, b, up in zip(index, limit, self._upward, strict=True))
+
+    def _swaps_a_grid(self, index: Index) -> bool:
+        """Whether ``index`` swaps a grid its kernel launches unswapped: only then is CUDA's refusal taken
+        for a grid axis past its limit (it refuses a bad TMA descriptor in the same words)."""
+        start = self._index(self.space.start())
+        return any(kind == "grid" and a != b for a, b, kind in zip(index, start, self._kinds, strict=True))
 
     def _more_programs(self, index: Index, limit: Index) -> bool:
         """Whether ``index`` launches at least ``limit``'s programs on every grid axis: the same grid swaps,

@@ -26,6 +26,7 @@ from __future__ import annotations
 import ast
 import itertools
 import random
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -94,8 +95,7 @@ def find_knobs(source: str) -> list[Knob]:
                 if option in present or info.autotuned or not arguments or (option == "num_stages" and not info.loops):
                     continue
                 kind = "warps" if option == "num_warps" else "stages"
-                last = max(arguments, key=lambda n: (n.end_lineno, n.end_col_offset))
-                line, col = last.end_lineno, last.end_col_offset  # right after the last argument
+                line, col = launch_insertion(source, call)
                 knobs.append(Knob(option, kind, default, line, col, col, launch, (call.lineno, call.col_offset)))
     return knobs
 
@@ -111,8 +111,39 @@ def apply(source: str, changes: dict[Knob, int]) -> str:
     return source
 
 
+def source_lines(source: str) -> list[str]:
+    """``source``'s lines as ``ast`` numbers them (ended by newlines only; ``str.splitlines`` also splits at
+    form feeds and other separators, and every later line number would point elsewhere)."""
+    return re.split(r"(?<=\n)", source)
+
+
+def launch_insertion(source: str, call: ast.Call) -> tuple[int, int]:
+    """(line, byte column) where ``, name=value`` goes into ``call``'s arguments: before a trailing comma,
+    else before the closing parenthesis (a parenthesised last argument ends after the ast's end of it).
+    ``call`` has at least one argument."""
+    lines = [line.encode() for line in source_lines(source)]
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    raw = b"".join(lines)
+    arguments = [*call.args, *(kw.value for kw in call.keywords)]
+    last = max(arguments, key=lambda n: (n.end_lineno, n.end_col_offset))
+    start, close = starts[last.end_lineno - 1] + last.end_col_offset, starts[call.end_lineno - 1] + call.end_col_offset - 1
+    at, i = close, start
+    while i < close:
+        if raw[i : i + 1] == b"#":
+            i = raw.find(b"\n", i, close) if raw.find(b"\n", i, close) >= 0 else close
+            continue
+        if raw[i : i + 1] == b",":
+            at = i
+            break
+        i += 1
+    line = max(n for n, first in enumerate(starts[:-1]) if first <= at)
+    return line + 1, at - starts[line]
+
+
 def _apply_literals(source: str, changes: dict[Knob, int]) -> str:
-    lines = source.splitlines(keepends=True)
+    lines = source_lines(source)
     for knob in sorted(changes, key=lambda k: (k.line, k.col), reverse=True):
         raw = lines[knob.line - 1].encode()
         text = f", {knob.name}={changes[knob]}" if knob.inserted else str(changes[knob])
@@ -273,7 +304,7 @@ def _single_assignment(name: str, scope: ast.AST, top_level: bool = False) -> as
     for node in nodes:
         if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == name:
             assigned.append(node.value)
-        elif isinstance(node, (ast.AugAssign, ast.For, ast.With)) and name in _bound_names(node):
+        elif isinstance(node, (ast.AugAssign, ast.For, ast.With, ast.NamedExpr)) and name in _bound_names(node):
             assigned.append(None)  # changed again, or bound by a loop: no one literal sets it
         for target in node.targets if isinstance(node, ast.Assign) else []:
             if isinstance(target, ast.Name) and target.id == name:
@@ -286,24 +317,40 @@ def _single_assignment(name: str, scope: ast.AST, top_level: bool = False) -> as
 
 
 def _value_of(name: str, scope: ast.AST, module: ast.Module) -> ast.expr | None:
-    """What ``name`` holds where a launch in ``scope`` reads it: its one assignment there, else (when it is
-    not a parameter of ``scope``) its one assignment at the module's top level (None: unknown)."""
-    if any(isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.With)) and name in _bound_names(n)
-           for n in _own_nodes(scope)):  # fmt: skip
+    """What ``name`` holds where a launch in ``scope`` reads it: its one assignment there, else the module's
+    top-level assignment when that is the name's only binding anywhere in the module (no parameter, local,
+    import, loop or comprehension variable of that name, no second assignment), else None: unknown."""
+    if any(name in _bound_names(n) for n in _own_nodes(scope)):
         return _single_assignment(name, scope)
-    if isinstance(scope, ast.FunctionDef):
-        args = scope.args
-        if name in {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}:
-            return None  # the caller's value (the harness passes model values: a default is no knob)
-    return _single_assignment(name, module, top_level=True) if scope is not module else None
+    if scope is module or _bindings(name, module) != 1:
+        return None
+    return _single_assignment(name, module, top_level=True)
+
+
+def _bindings(name: str, module: ast.Module) -> int:
+    """How many times ``name`` is bound anywhere in ``module``, parameters and imports included."""
+    count = 0
+    for node in ast.walk(module):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id == name:
+            count += 1
+        elif isinstance(node, ast.arg) and node.arg == name:
+            count += 1
+        elif isinstance(node, ast.alias) and (node.asname or node.name.split(".")[0]) == name:
+            count += 1
+        elif isinstance(node, (ast.ExceptHandler, ast.FunctionDef, ast.ClassDef)) and node.name == name:
+            count += 1
+    return count
 
 
 def _bound_names(node: ast.AST) -> set[str]:
-    """Names a statement binds (its targets), not those it reads."""
+    """Names a statement binds (stored to), not those it reads (``x[:BLOCK] = 0`` binds no ``BLOCK``)."""
+    if not isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.With, ast.NamedExpr)):
+        return set()
     targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
     if isinstance(node, ast.With):
         targets = [item.optional_vars for item in node.items]
-    return {n.id for t in targets if t is not None for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return {n.id for t in targets if t is not None for n in ast.walk(t)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}  # fmt: skip
 
 
 def _grid_tuple(call: ast.Call, scope: ast.AST) -> ast.Tuple | None:
