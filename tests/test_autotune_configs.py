@@ -81,3 +81,20 @@ def test_a_search_saved_over_another_reading_of_the_space_starts_again() -> None
     resumed = Optimiser(saved, SIZES, seed=0, budget=64)
     tasks = resumed.plan(state.model_copy(update={"optimiser": saved}), 2, 3)
     assert len(tasks) == 3 and resumed.state().searches[key].space == space_of(source, SIZES)
+
+
+def test_configs_from_a_comprehension_a_module_name_or_a_function_as_triton_tutorials_write_them() -> None:
+    source = KERNEL.read_text()
+    decorator = source[source.index("@triton.autotune(") : source.index("@triton.jit")]
+    made = "[triton.Config({'BLOCK_SIZE': b}, num_warps=w) for b in [64, 256] for w in range(1, 3)]"
+    expected = [{"_scale:BLOCK_SIZE": b, "_scale:num_warps": w} for b in (64, 256) for w in (1, 2)]
+    for prelude, given in [
+        ("", made),
+        (f"CONFIGS = {made}\n\n\n", "CONFIGS"),
+        (f'def shortlist():\n    """The configs."""\n    return {made}\n\n\n', "shortlist()"),
+    ]:
+        variant = source.replace(decorator, f"{prelude}@triton.autotune(configs={given}, key=['n'])\n")
+        assert autotune_points(variant, space_of(variant, SIZES)) == expected, given
+    for unread in ["[triton.Config({'BLOCK_SIZE': b}) for b in SIZES]", "shortlist(2)", "make()"]:
+        variant = source.replace(decorator, f"@triton.autotune(configs={unread}, key=['n'])\n")
+        assert without_autotune(variant).source == variant, unread

@@ -9,9 +9,10 @@ first: the author's own shortlist, then the rest of the space.
 
 Only what the autotuner does on the call itself is kept: ``key``, ``prune_configs_by``, ``reset_to_zero``,
 ``restore_value``, ``warmup`` and ``rep`` shape its benchmarking runs, which a fixed launch no longer
-makes. A decorator this module cannot read in full (configs not a literal list of
-``triton.Config({...}, num_warps=.., num_stages=..)`` with int values, a config with a ``pre_hook``, a
-launch it cannot edit) leaves the source as it was: no knobs, as before, rather than a guess.
+makes. The configs may be written out, made by a comprehension over literal lists or ``range``s, and
+given by a module-level name or a module function that returns them (as Triton's tutorials do). A
+decorator this module cannot read in full (anything else, a config with a ``pre_hook``, a launch it
+cannot edit) leaves the source as it was: no knobs, as before, rather than a guess.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from workers.proposers.tuner import launch_insertion, source_lines
+from workers.proposers.tuner import launch_insertion, single_assignment, source_lines
 
 CONFIG_DEFAULTS = {"num_warps": 4, "num_stages": 3}  # triton.Config's own defaults
 
@@ -45,7 +46,7 @@ def without_autotune(source: str) -> Detuned:
     for node in tree.body:
         if isinstance(node, ast.FunctionDef):
             decorator = next((d for d in node.decorator_list if _is_autotune(d)), None)
-            configs = _configs(decorator, node) if decorator is not None else None
+            configs = _configs(decorator, node, tree) if decorator is not None else None
             if configs:
                 kernels[node.name] = (decorator, configs)
     if not kernels:
@@ -72,38 +73,37 @@ def _is_autotune(decorator: ast.expr) -> bool:
     return isinstance(func, (ast.Attribute, ast.Name)) and ast.unparse(func).split(".")[-1] == "autotune"
 
 
-def _configs(decorator: ast.expr, kernel: ast.FunctionDef) -> list[dict[str, int]] | None:
-    """The decorator's configs as plain dicts, or None when any part is not a literal this module reads."""
+def _configs(decorator: ast.expr, kernel: ast.FunctionDef, module: ast.Module) -> list[dict[str, int]] | None:
+    """The decorator's configs as plain dicts, or None when any part is not one this module reads: a list of
+    ``triton.Config`` calls, written out or made by a comprehension over literal lists or ``range``s,
+    given inline, by a module-level name, or by a module function that returns it (Triton's tutorials)."""
     if not isinstance(decorator, ast.Call):
         return None
     listed = next((kw.value for kw in decorator.keywords if kw.arg == "configs"), None)
     if listed is None and decorator.args:
         listed = decorator.args[0]
-    if not isinstance(listed, ast.List) or not listed.elts:
+    elements = _config_calls(_resolve(listed, module)) if listed is not None else None
+    if not elements:
         return None
     loops = any(isinstance(n, (ast.For, ast.While)) for n in ast.walk(kernel))
     configs = []
-    for element in listed.elts:
+    for element, env in elements:
         if not (isinstance(element, ast.Call) and ast.unparse(element.func).split(".")[-1] == "Config"
-                and element.args and isinstance(element.args[0], ast.Dict)):  # fmt: skip
-            return None
+                and element.args and isinstance(element.args[0], ast.Dict) and len(element.args) <= 3):  # fmt: skip
+            return None  # past 3 positional: num_ctas, maxnreg or a hook
         values: dict[str, int] = {}
         for key, value in zip(element.args[0].keys, element.args[0].values, strict=True):
-            if not (isinstance(key, ast.Constant) and isinstance(key.value, str) and _is_int(value)):
+            number = _int(value, env)
+            if not (isinstance(key, ast.Constant) and isinstance(key.value, str) and number is not None):
                 return None
-            values[key.value] = value.value
-        if len(element.args) > 3:  # num_ctas, maxnreg or a hook by position
-            return None
+            values[key.value] = number
         options = dict(CONFIG_DEFAULTS)
-        for i, value in enumerate(element.args[1:3]):  # Config(kwargs, num_warps, num_stages) by position
-            if not _is_int(value):
-                return None
-            options[("num_warps", "num_stages")[i]] = value.value
-        for kw in element.keywords:
-            if kw.arg in CONFIG_DEFAULTS and _is_int(kw.value):
-                options[kw.arg] = kw.value.value
-            elif not (kw.arg in ("num_ctas", "maxnreg") and isinstance(kw.value, ast.Constant)
-                      and kw.value.value in (1, None)):  # the defaults: nothing to carry  # fmt: skip
+        for name, value in [*zip(("num_warps", "num_stages"), element.args[1:3], strict=False),
+                            *((kw.arg, kw.value) for kw in element.keywords)]:  # fmt: skip
+            if name in CONFIG_DEFAULTS and (number := _int(value, env)) is not None:
+                options[name] = number
+            elif not (name in ("num_ctas", "maxnreg") and isinstance(value, ast.Constant)
+                      and value.value in (1, None)):  # the defaults: nothing to carry  # fmt: skip
                 return None
         if not loops:
             options.pop("num_stages")  # pipelines loops only: no knob without one
@@ -111,6 +111,53 @@ def _configs(decorator: ast.expr, kernel: ast.FunctionDef) -> list[dict[str, int
     if any(c.keys() != configs[0].keys() for c in configs):
         return None  # configs that set different names: the launch could carry only the first's
     return configs
+
+
+def _resolve(node: ast.expr, module: ast.Module) -> ast.expr | None:
+    """A module-level name's one assignment, or what a module function of no arguments returns (its body a
+    single ``return``, after a docstring); else ``node`` itself."""
+    if isinstance(node, ast.Name):
+        return single_assignment(node.id, module, top_level=True)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.args and not node.keywords:
+        func = next((f for f in module.body if isinstance(f, ast.FunctionDef) and f.name == node.func.id), None)
+        body = func.body if func is not None else []
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            body = body[1:]  # the docstring
+        return body[0].value if len(body) == 1 and isinstance(body[0], ast.Return) else None
+    return node
+
+
+def _config_calls(listed: ast.expr | None) -> list[tuple[ast.expr, dict[str, int]]] | None:
+    """Each element of a config list with the loop variables it sees: a literal list's elements, or a
+    comprehension's element once per combination of its ``for`` clauses (no ``if``s)."""
+    if isinstance(listed, (ast.List, ast.Tuple)):
+        return [(e, {}) for e in listed.elts]
+    if not isinstance(listed, ast.ListComp):
+        return None
+    envs: list[dict[str, int]] = [{}]
+    for generator in listed.generators:
+        values = _ints(generator.iter)
+        if generator.ifs or generator.is_async or values is None or not isinstance(generator.target, ast.Name):
+            return None
+        envs = [env | {generator.target.id: v} for env in envs for v in values]
+    return [(listed.elt, env) for env in envs]
+
+
+def _ints(node: ast.expr) -> list[int] | None:
+    """A literal list or tuple of ints, or ``range`` of int literals."""
+    if isinstance(node, (ast.List, ast.Tuple)) and all(_is_int(e) for e in node.elts):
+        return [e.value for e in node.elts]
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range" and not node.keywords
+            and 1 <= len(node.args) <= 3 and all(_is_int(a) for a in node.args)):  # fmt: skip
+        return list(range(*(a.value for a in node.args)))
+    return None
+
+
+def _int(node: ast.expr, env: dict[str, int]) -> int | None:
+    """An int literal, or a loop variable's value."""
+    if _is_int(node):
+        return node.value
+    return env.get(node.id) if isinstance(node, ast.Name) else None
 
 
 def _is_int(node: ast.AST) -> bool:

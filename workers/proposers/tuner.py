@@ -296,7 +296,7 @@ def swap_grid_axes(source: str, launch: str) -> str:
     return "".join(lines)
 
 
-def _single_assignment(name: str, scope: ast.AST, top_level: bool = False) -> ast.expr | None:
+def single_assignment(name: str, scope: ast.AST, top_level: bool = False) -> ast.expr | None:
     """The value ``name`` is assigned in ``scope`` (only its own statements when ``top_level``), if it is
     assigned exactly once (else ambiguous); one element of a tuple assignment (``A, B = 16, 64``) counts."""
     nodes = scope.body if top_level else _own_nodes(scope)
@@ -321,10 +321,10 @@ def _value_of(name: str, scope: ast.AST, module: ast.Module) -> ast.expr | None:
     top-level assignment when that is the name's only binding anywhere in the module (no parameter, local,
     import, loop or comprehension variable of that name, no second assignment), else None: unknown."""
     if any(name in _bound_names(n) for n in _own_nodes(scope)):
-        return _single_assignment(name, scope)
+        return single_assignment(name, scope)
     if scope is module or _bindings(name, module) != 1:
         return None
-    return _single_assignment(name, module, top_level=True)
+    return single_assignment(name, module, top_level=True)
 
 
 def _bindings(name: str, module: ast.Module) -> int:
@@ -356,7 +356,7 @@ def _bound_names(node: ast.AST) -> set[str]:
 def _grid_tuple(call: ast.Call, scope: ast.AST) -> ast.Tuple | None:
     grid = call.func.slice
     if isinstance(grid, ast.Name):
-        grid = _single_assignment(grid.id, scope)
+        grid = single_assignment(grid.id, scope)
     return grid if isinstance(grid, ast.Tuple) and len(grid.elts) >= 2 else None
 
 
