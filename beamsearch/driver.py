@@ -95,12 +95,8 @@ class Driver:
         seen, fastest = {**state.seen}, {**state.fastest_compiled}
         result = self._measure_at_start("input", kernel, state.config, floor, seen, fastest)
         if result.status != "ok" or result.ranked_ms is None:
-            hint = ""
-            if "triton.autotune" in kernel.source and not state.spec.device.startswith("cuda"):
-                hint = ("; Triton's autotuner needs a GPU and cannot run under its CPU interpreter: run on a GPU, "
-                        "or give a kernel with one config written into its launch")  # fmt: skip
             raise SearchError(f"the starting kernel cannot be the search's first parent: {result.status}: {result.reason}"
-                              f" (details: {self.trace.candidate_dir(result)}){hint}")  # fmt: skip
+                              f" (details: {self.trace.candidate_dir(result)})")  # fmt: skip
         # what the run settled for itself is saved as such: the places, and whether the seed joins
         config = self._with_verify_slots(result, facts).model_copy(update={"compiler_seed": seeded})
         baselines = self.pool.call("baselines", state.spec, self._baseline_targets())

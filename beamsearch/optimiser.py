@@ -112,7 +112,7 @@ class Optimiser:
         roofline = first_points(space, bottleneck)
         tiles = tensor_core_tiles(space)
         # the kernel's own point first, then its author's autotune configs
-        first = roofline[:1] + autotune_points(kernel.source, space) + tiles + roofline[1:]
+        first = roofline[:1] + autotune_points(space) + tiles + roofline[1:]
         searcher = self.make(space, self._seed(kernel.hash), state=None, first=first, budget=self.budget)
         self.live[kernel.hash] = searcher
         self.searches[kernel.hash] = SpaceSearch(root_id=entry.id, root=kernel, space=space, budget=self.budget,

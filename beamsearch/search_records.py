@@ -60,6 +60,8 @@ class KnobSpace(Record):
                                  "or shared memory are never suggested")  # fmt: skip
     blocks: list[BlockTile] = Field([], description="the other launches whose points beyond a program's "
                                     "registers are never suggested")  # fmt: skip
+    configs: list[dict[str, int]] = Field([], description="an @triton.autotune kernel's own configs, as points "
+                                          "(workers.proposers.autotune_configs): the search tries them first")  # fmt: skip
 
     def size(self) -> int:
         """The number of points (the product of the dimensions' value counts); 1 for a space without knobs."""

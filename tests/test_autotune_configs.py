@@ -32,7 +32,7 @@ def test_the_decorator_goes_and_the_first_config_is_written_into_the_launch() ->
 def test_every_config_is_a_point_of_the_space_and_each_verifies(tmp_path) -> None:
     source = KERNEL.read_text()
     space = space_of(source, SIZES)
-    assert autotune_points(source, space) == CONFIGS
+    assert autotune_points(space) == CONFIGS
     assert {1024, 256, 64} <= set(space.dims[0].values)  # a config past the size's bound stays legal
     spec = RunSpec(problem_path=str(DATA / "scale_rows_problem.py"), shapes="small", device="cpu")
     for point in CONFIGS:
@@ -62,7 +62,7 @@ def test_a_decorator_not_read_in_full_leaves_the_source_as_it_was(change: tuple[
     source = KERNEL.read_text().replace(*change)
     assert change[1] in source
     assert without_autotune(source).source == source
-    assert autotune_points(source, space_of(source, SIZES)) == []
+    assert autotune_points(space_of(source, SIZES)) == []
 
 
 def test_a_search_saved_over_another_reading_of_the_space_starts_again() -> None:
@@ -94,7 +94,7 @@ def test_configs_from_a_comprehension_a_module_name_or_a_function_as_triton_tuto
         (f'def shortlist():\n    """The configs."""\n    return {made}\n\n\n', "shortlist()"),
     ]:
         variant = source.replace(decorator, f"{prelude}@triton.autotune(configs={given}, key=['n'])\n")
-        assert autotune_points(variant, space_of(variant, SIZES)) == expected, given
+        assert autotune_points(space_of(variant, SIZES)) == expected, given
     for unread in ["[triton.Config({'BLOCK_SIZE': b}) for b in SIZES]", "shortlist(2)", "make()"]:
         variant = source.replace(decorator, f"@triton.autotune(configs={unread}, key=['n'])\n")
         assert without_autotune(variant).source == variant, unread

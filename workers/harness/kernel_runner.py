@@ -424,6 +424,9 @@ def _error(status: RunnerStatus, e: BaseException, import_: bool = False) -> Err
     if any(c.__name__ == "CompilationError" for c in type(e).__mro__):
         status = "compile_failed"
     reason = one_line(e)
+    if os.environ.get("TRITON_INTERPRET") == "1" and any("autotuner" in f.filename for f in traceback.extract_tb(e.__traceback__)):
+        reason = ("Triton's autotuner needs a GPU and cannot run under its CPU interpreter (run on a GPU, or write "
+                  f"one config into the launch): {reason}")  # fmt: skip
     if import_:
         reason = f"importing the kernel failed: {reason}"
     return ErrorReply(error=RunnerError(status=status, reason=reason, traceback=traceback.format_exc()[-TRACEBACK_CHARS:]))

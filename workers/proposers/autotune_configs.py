@@ -20,7 +20,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from workers.proposers.tuner import launch_insertion, single_assignment, source_lines
+from workers.proposers.tuner import launch_insertion, line_starts, single_assignment
 
 CONFIG_DEFAULTS = {"num_warps": 4, "num_stages": 3}  # triton.Config's own defaults
 
@@ -38,6 +38,8 @@ class Detuned:
 def without_autotune(source: str) -> Detuned:
     """``source`` as plain launches (see the module's docstring); unchanged when it has no autotuned kernel
     this module can read, or does not parse."""
+    if "autotune" not in source:  # most kernels: no second parse on every render
+        return Detuned(source)
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -166,15 +168,9 @@ def _is_int(node: ast.AST) -> bool:
 
 def _edit(source: str, edits: list[tuple[int, int, int, int, str]]) -> str:
     """Apply (line, col, end line, end col, text) replacements, byte offsets within 1-based lines."""
-    lines = source_lines(source)
-    starts = [0]
-    for line in lines:
-        starts.append(starts[-1] + len(line.encode()))
+    starts = line_starts(source)
     raw = source.encode()
-
-    def offset(line: int, col: int) -> int:
-        return starts[min(line, len(lines) + 1) - 1] + col
-
     for line, col, end_line, end_col, text in sorted(edits, reverse=True):
-        raw = raw[: offset(line, col)] + text.encode() + raw[offset(end_line, end_col) :]
+        start, end = starts[min(line, len(starts)) - 1] + col, starts[min(end_line, len(starts)) - 1] + end_col
+        raw = raw[:start] + text.encode() + raw[end:]
     return raw.decode()

@@ -94,14 +94,14 @@ def space_of(source: str, sizes: dict[str, int] | None = None, operand_bytes: in
               for (launch, _), knobs in launches.items()
               if launch not in dot_kernels and "num_warps" in knobs and any(d.kind == "block" for d in knobs.values())
               and not {"M", "N", "K"} <= {_axis_of(n) for n, d in knobs.items() if d.kind == "block"}]  # fmt: skip
-    return KnobSpace(dims=dims, tiles=tiles, blocks=blocks)
+    space = KnobSpace(dims=dims, tiles=tiles, blocks=blocks)
+    return space.model_copy(update={"configs": [space.complete(p) for p in authored]})
 
 
-def autotune_points(source: str, space: KnobSpace) -> list[dict[str, int]]:
-    """The configs of ``source``'s ``@triton.autotune`` kernels as points of ``space`` (its ``space_of``),
-    in the decorators' order: the i-th point sets every such kernel's launches to its i-th config."""
-    detuned = without_autotune(source)
-    return [space.complete(p) for p in _config_values(_named_knobs(detuned.source), detuned.configs)]
+def autotune_points(space: KnobSpace) -> list[dict[str, int]]:
+    """The configs of the ``@triton.autotune`` kernels ``space`` was built from (``space_of``), as its
+    points, in the decorators' order: the i-th point sets every such kernel's launches to its i-th config."""
+    return [dict(p) for p in space.configs]
 
 
 def _config_values(named: dict[str, Knob], configs: dict[str, list[dict[str, int]]]) -> list[dict[str, int]]:

@@ -117,15 +117,19 @@ def source_lines(source: str) -> list[str]:
     return re.split(r"(?<=\n)", source)
 
 
+def line_starts(source: str) -> list[int]:
+    """The byte offset in ``source.encode()`` where each of its lines (``source_lines``) starts, and its end."""
+    starts = [0]
+    for line in source_lines(source):
+        starts.append(starts[-1] + len(line.encode()))
+    return starts
+
+
 def launch_insertion(source: str, call: ast.Call) -> tuple[int, int]:
     """(line, byte column) where ``, name=value`` goes into ``call``'s arguments: before a trailing comma,
     else before the closing parenthesis (a parenthesised last argument ends after the ast's end of it).
     ``call`` has at least one argument."""
-    lines = [line.encode() for line in source_lines(source)]
-    starts = [0]
-    for line in lines:
-        starts.append(starts[-1] + len(line))
-    raw = b"".join(lines)
+    starts, raw = line_starts(source), source.encode()
     arguments = [*call.args, *(kw.value for kw in call.keywords)]
     last = max(arguments, key=lambda n: (n.end_lineno, n.end_col_offset))
     start, close = starts[last.end_lineno - 1] + last.end_col_offset, starts[call.end_lineno - 1] + call.end_col_offset - 1
