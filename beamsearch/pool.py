@@ -183,7 +183,11 @@ class WorkerPool:
         ray.kill(worker.handle, no_restart=True)
         worker.handle = self.make(worker.name)
 
-    def shutdown(self) -> None:
+    def shutdown(self, close_timeout_s: float = 30.0) -> None:
+        """Each worker ends its children and removes its folders, then is killed (one that does not
+        answer in time is killed anyway)."""
+        closing = [w.handle.close.remote() for w in self.workers]
+        ray.wait(closing, num_returns=len(closing), timeout=close_timeout_s)
         for w in self.workers:
             ray.kill(w.handle, no_restart=True)
 

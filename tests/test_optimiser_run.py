@@ -35,10 +35,14 @@ def test_a_bundled_problem_searched_by_the_optimiser_ends_no_slower_than_its_inp
 
 
 def test_the_candidate_budget_cuts_the_last_round_and_stops_the_run(tmp_path) -> None:
-    out = tmp_path / "budget"
+    out, temp = tmp_path / "budget", tmp_path / "temp"
+    temp.mkdir()
     done = run_cli("--problem", PROBLEM, "--kernel", str(START), "--out", str(out), "--rounds", "5", "--workers", "2",
-                   "--candidates-per-round", "4", "--budget-candidates", "6", "--quiet", timeout=600)  # fmt: skip
+                   "--candidates-per-round", "4", "--budget-candidates", "6", "--quiet", timeout=600,
+                   env={"TMPDIR": str(temp)})  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
+    # Workers and their children made folders there (scratch, one per child process): none outlives the run.
+    assert not list(temp.iterdir()), f"left behind: {[p.name for p in temp.iterdir()]}"
     summary, _ = check_trace(out, rounds=2)
     assert [r.tasks for r in summary.rounds] == [4, 2] and summary.candidates == 6
     assert summary.stop_reason == "the budget of 6 candidates is spent"

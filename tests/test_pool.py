@@ -71,6 +71,9 @@ class _StandIn:
     def where(self) -> str:
         return self.name
 
+    def close(self) -> None:  # the pool's shutdown asks; a stand-in has no children
+        pass
+
     def _start(self, method: str) -> None:
         import os
         import time

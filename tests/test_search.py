@@ -31,9 +31,10 @@ START = DATA / "search" / "input_kernel.py"
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+def run_cli(*args: str, timeout: float = 300, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """``beamsearch.run`` with ``args``; ``env``: variables set on top of the test environment."""
     return subprocess.run([sys.executable, "-m", "beamsearch.run", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=ROOT, env=_env())  # fmt: skip
+                          timeout=timeout, cwd=ROOT, env={**_env(), **(env or {})})  # fmt: skip
 
 
 # Marks every process a run of this test session starts (see runs_verify_children).

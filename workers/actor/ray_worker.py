@@ -17,7 +17,7 @@ from beamsearch.schema import DeviceFacts, RunSpec
 from beamsearch.state import Baseline, BeamEntry, FinalTiming, ProfileJob, ProfileResult, Task, TaskResult
 from profiling.ncu import start_ncu_spare
 from workers.actor import task as task_fns
-from workers.harness.child_process import descendants, start_spares
+from workers.harness.child_process import descendants, start_spares, stop_all
 from workers.proposers.compile_seed import SeedResult
 
 
@@ -68,7 +68,14 @@ class SearchWorker:
         for group in groups:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(group, signal.SIGKILL)
+        self.close()  # the worker is restarted next: its folders go with it
         return len(groups)
+
+    def close(self) -> None:
+        """End every child and remove every folder this worker made; the pool calls it before killing
+        the worker, since Ray ends an actor's children with SIGKILL and nothing removes their folders then."""
+        self.ctx.close()
+        stop_all()
 
 
 # Two threads: ``run`` may block on a hung child while ``stop_children`` ends it.

@@ -72,7 +72,8 @@ class WorkerContext:
         self.host = socket.gethostname()
         self.profiles: dict[str, tuple[Profile, Roofline | None]] = {}
         self.diagnoses: dict[tuple[str, str], Diagnosis] = {}
-        self.scratch = Path(tempfile.mkdtemp(prefix=f"beamsearch-{name}-"))
+        self._scratch = tempfile.TemporaryDirectory(prefix=f"beamsearch-{name}-")  # removed with the context too
+        self.scratch = Path(self._scratch.name)
         self._session: tuple[str, VerifySession] | None = None
 
     def variant_session(self, spec: RunSpec, kernel: Kernel) -> VerifySession | None:
@@ -92,6 +93,11 @@ class WorkerContext:
         if self._session is not None:
             self._session[1].close()
             self._session = None
+
+    def close(self) -> None:
+        """End the session and remove the scratch folder: the worker is being shut down."""
+        self.close_session()
+        self._scratch.cleanup()
 
     def kernel_file(self, key: str, kernel: Kernel) -> str:
         path = self.scratch / key / "kernel.py"

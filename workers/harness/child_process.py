@@ -128,7 +128,7 @@ def open_envelope(key: str, text: str) -> str | None:
     return result if hmac.compare_digest(sign(key, result), mac) else None
 
 
-@dataclass
+@dataclass(eq=False)  # kept in sets: compared by identity
 class _Child:
     proc: subprocess.Popen
     folder: Path  # request, result, output log, and work/: the kernel's cwd
@@ -228,11 +228,13 @@ def run_child(module: str, request: BaseModel, timeout_s: float, device: str, *,
     its job, and its folder is removed.
     """
     child = _take_child(module, child_env(device), prefix)
+    _one_shot.add(child)
     try:
         return _run_job(child, request, timeout_s, read_back)
     finally:
         _kill(child)
         _discard(child)
+        _one_shot.discard(child)
 
 
 def _take_child(module: str, env: dict[str, str], prefix: Prefix | None = None) -> _Child:
@@ -393,15 +395,20 @@ def _kill(child: _Child) -> None:
 
 
 _sessions: weakref.WeakSet[ChildSession] = weakref.WeakSet()
+_one_shot: set[_Child] = set()  # run_child's children while their job runs
 
 
 @atexit.register
-def _close_sessions() -> None:
+def stop_all() -> None:
+    """End every child this process started (sessions, spares, running one-shot jobs) and remove their
+    folders. A Ray worker calls it before it is killed: Ray ends an actor's children with SIGKILL, and a
+    child killed so never removes its folder."""
     for session in list(_sessions):
         session.close()
+    _kill_spares()
+    _stop(list(_one_shot))
 
 
-@atexit.register
 def _kill_spares() -> None:
     with _spares_lock:
         spares = list(_spares.values())
