@@ -226,17 +226,51 @@ class JitInfo:
 
 def _jit_functions(tree: ast.Module) -> dict[str, JitInfo]:
     """The module's @triton.jit functions by name."""
-    found = {}
+    nodes = {}
     for node in tree.body:
         decorators = [ast.unparse(d) for d in node.decorator_list] if isinstance(node, ast.FunctionDef) else []
         if any("jit" in d for d in decorators):
-            args = node.args.args + node.args.kwonlyargs
-            found[node.name] = JitInfo(
-                constexprs=frozenset(a.arg for a in args if a.annotation is not None and ast.unparse(a.annotation).endswith("constexpr")),
-                loops=any(isinstance(n, (ast.For, ast.While)) for n in ast.walk(node)),
-                autotuned=any("autotune" in d for d in decorators),
-            )
+            nodes[node.name] = (node, decorators)
+    loops = _loops_of({name: node for name, (node, _) in nodes.items()})
+    found = {}
+    for name, (node, decorators) in nodes.items():
+        args = node.args.args + node.args.kwonlyargs
+        found[name] = JitInfo(
+            constexprs=frozenset(a.arg for a in args if a.annotation is not None and ast.unparse(a.annotation).endswith("constexpr")),
+            loops=loops[name],
+            autotuned=any("autotune" in d for d in decorators),
+        )
     return found
+
+
+def _loops_of(functions: dict[str, ast.FunctionDef]) -> dict[str, bool]:
+    """Whether each jit function runs a loop Triton compiles as one, itself or in a jit function it calls.
+    A ``tl.static_range`` loop is unrolled before compiling: no loop is left for ``num_stages`` to
+    pipeline, and every stage count compiles to the same code."""
+
+    def own_loop(func: ast.FunctionDef) -> bool:
+        return any(isinstance(n, ast.While) or (isinstance(n, ast.For) and not _unrolled(n)) for n in ast.walk(func))
+
+    def callees(func: ast.FunctionDef) -> set[str]:
+        return {n.func.id for n in ast.walk(func) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)} & set(functions)
+
+    loops = {name: own_loop(func) for name, func in functions.items()}
+    calls = {name: callees(func) for name, func in functions.items()}
+    changed = True
+    while changed:  # through calls, to a fixed point
+        changed = False
+        for name in functions:
+            if not loops[name] and any(loops[c] for c in calls[name]):
+                loops[name] = changed = True
+    return loops
+
+
+def _unrolled(loop: ast.For) -> bool:
+    call = loop.iter
+    if not isinstance(call, ast.Call):
+        return False
+    name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
+    return name == "static_range"
 
 
 def _launches(func: ast.AST, jit_names: set[str]) -> list[ast.Call]:
