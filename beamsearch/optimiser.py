@@ -36,6 +36,7 @@ Point = dict[str, int]
 class SearcherLike(Protocol):
     def suggest(self, n: int) -> list[Point]: ...
     def observe(self, point: Point, time_ms: float | None, failure: str | None = None) -> None: ...
+    def same_code(self, a: Point, b: Point) -> None: ...
     def state(self) -> SearcherState: ...
 
 
@@ -59,6 +60,8 @@ class Optimiser:
         self.live: dict[str, SearcherLike] = {}
         # task id -> the (search, point) pairs its candidate answers
         self.points: dict[str, list[tuple[str, Point]]] = {}
+        # search -> compiled code's hash -> the first point seen to compile to it (this session's)
+        self.compiled: dict[str, dict[str, Point]] = {}
 
     # ------------------------------------------------------------------------------------------- planning
     def plan(self, state: BeamState, round_: int, count: int, roots: Collection[str] | None = None,
@@ -160,7 +163,12 @@ class Optimiser:
         if result.kernel is not None:
             self.outcomes[code_hash(result.kernel.source)] = outcome
         for key, point in answers:
-            self._searcher(key).observe(point, outcome.time_ms, outcome.failure)
+            searcher = self._searcher(key)
+            searcher.observe(point, outcome.time_ms, outcome.failure)
+            if result.compiled_hash is not None:
+                first = self.compiled.setdefault(key, {}).setdefault(result.compiled_hash, point)
+                if first != point:
+                    searcher.same_code(first, point)
 
     def state(self) -> OptimiserState:
         searches = {k: s.model_copy(update={"searcher": self.live[k].state()}) if k in self.live else s

@@ -105,3 +105,4 @@ class SearcherState(Record):
     observations: list[Observation] = []
     limits: list[dict[str, int]] = []  # points that ran out of resources: they and points above are out
     grid_limits: list[dict[str, int]] = []  # points whose launch grid was too large: they and points below are out
+    same_code: list[list[dict[str, int]]] = []  # pairs of points seen to compile to the same code

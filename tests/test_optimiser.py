@@ -54,6 +54,7 @@ class ShuffleSearcher:
         self.order = first + [p for p in points if p not in first]
         self._state = state or SearcherState(space=space, strategy="random")
         self.told = list(self._state.observations)
+        self.same = []
         self.suggested = list(self._state.suggested)
         self.order = [p for p in self.order if p not in self.suggested]
 
@@ -64,6 +65,9 @@ class ShuffleSearcher:
 
     def observe(self, point, time_ms, failure=None):
         self.told.append(Observation(point=point, time_ms=time_ms, failure=failure))
+
+    def same_code(self, a, b):
+        self.same.append((a, b))
 
     def state(self):
         return self._state.model_copy(update={"suggested": self.suggested, "observations": self.told})
@@ -159,6 +163,17 @@ def test_points_with_one_kernel_share_its_candidate_and_all_learn_its_time() -> 
     assert len(ones) == 4 and all(o.time_ms == 3.0 for o in ones)
     again = Optimiser(state.optimiser, {}, seed=0, budget=None, make=ShuffleSearcher)
     assert again.plan(state, 2, 5) == [], "an exhausted space plans nothing"
+
+
+def test_two_points_that_compile_to_one_code_are_told_as_the_same() -> None:
+    state = beam_state()
+    opt = Optimiser(state.optimiser, {}, seed=0, budget=None, make=ShuffleSearcher)
+    tasks = opt.plan(state, round_=1, count=3)
+    for i, (task, hash_) in enumerate(zip(tasks, ["aaa", "bbb", "aaa"], strict=True)):
+        r = result_of(task, 1.0 + i)
+        opt.observe(r.model_copy(update={"timing": r.timing.model_copy(update={"compiled_hash": hash_})}))
+    (searcher,) = opt.live.values()
+    assert searcher.same == [(opt.points[tasks[0].id][0][1], opt.points[tasks[2].id][0][1])]
 
 
 def test_failures_are_told_with_their_status_and_reason() -> None:

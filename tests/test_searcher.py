@@ -253,3 +253,31 @@ def test_the_gpu_scripts_plumbing_runs_on_the_cpu() -> None:
                           cwd=root, capture_output=True, text=True, timeout=600)  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     assert "== matmul: joint space" in done.stdout and "| hybrid | " in done.stdout
+
+
+STAGED = KnobSpace(dims=[
+    KnobDim(name="k:BLOCK", kind="block", values=[32, 64, 128], start=64),
+    KnobDim(name="k:num_stages", kind="stages", values=[1, 2, 3, 4, 5], start=3),
+])  # fmt: skip
+
+
+def test_stage_counts_seen_to_compile_alike_are_not_tried_again_anywhere() -> None:
+    searcher = Searcher(STAGED, seed=0, budget=100)  # 15 points: exhaustive
+    searcher.same_code({"k:BLOCK": 64, "k:num_stages": 2}, {"k:BLOCK": 64, "k:num_stages": 3})
+    searcher.same_code({"k:BLOCK": 32, "k:num_stages": 3}, {"k:BLOCK": 32, "k:num_stages": 4})
+    searcher.same_code({"k:BLOCK": 32, "k:num_stages": 1}, {"k:BLOCK": 64, "k:num_stages": 5})  # two knobs apart: nothing
+    points = []
+    while batch := searcher.suggest(4):
+        points += batch
+        for p in batch:
+            searcher.observe(p, 1.0)
+    # stages 2, 3 and 4 are one class: each block gets one of them, beside 1 and 5
+    assert len(points) == 9 and len({key(p) for p in points}) == 9
+    for block in (32, 64, 128):
+        stages = sorted(p["k:num_stages"] for p in points if p["k:BLOCK"] == block)
+        assert len(stages) == 3 and stages[0] == 1 and stages[-1] == 5, (block, stages)
+    # what it learned goes with its state, and a searcher restored from it skips the same points
+    restored = Searcher(STAGED, seed=0, state=searcher.state())
+    assert restored.suggest(10) == []
+    fresh = Searcher(STAGED, seed=0, state=searcher.state().model_copy(update={"same_code": []}))
+    assert len(fresh.suggest(10)) == 6  # without it, the other stage counts are new points

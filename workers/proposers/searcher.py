@@ -95,6 +95,13 @@ class Searcher:
         self._upward = [d.kind in ("block", "stages") for d in space.dims]
         self._kinds = [d.kind for d in space.dims]
         self._over: dict[Index, bool] = {}  # over_limits, by point: a walk asks again and again
+        # Stage counts seen to compile to the same code, per stages dimension: value index -> the class's
+        # smallest; a point whose stages map to a seen point's is not tried.
+        self._same_stages: dict[int, dict[int, int]] = {}
+        self._same_code: list[tuple[Index, Index]] = []
+        for a, b in state.same_code:
+            self.same_code(a, b)
+        self._seen_canonical = {self._canonical(i) for i in self._seen}
 
     def suggest(self, n: int) -> list[dict[str, int]]:
         """Up to ``n`` new points never suggested before and not ruled out; [] when none is left."""
@@ -107,7 +114,7 @@ class Searcher:
             if index is None:
                 break
             self._suggested.append(index)
-            self._seen.add(index)
+            self._mark_seen(index)
             picked.append(index)
         return [self._point(i) for i in picked]
 
@@ -121,7 +128,7 @@ class Searcher:
             raise ValueError(f"time_ms must be a positive finite number of milliseconds, got {time_ms}")
         index = self._index(self.space.complete(point))
         if index not in self._seen:
-            self._seen.add(index)
+            self._mark_seen(index)
             self._suggested.append(index)
         self._observations.append(Observation(point=self._point(index), time_ms=None if failure else time_ms,
                                               failure=failure))  # fmt: skip
@@ -130,12 +137,41 @@ class Searcher:
         elif failure and is_grid_failure(failure) and index not in self._grid_limits and self._swaps_a_grid(index):
             self._grid_limits.append(index)
 
+    def same_code(self, a: dict[str, int], b: dict[str, int]) -> None:
+        """Learn that points ``a`` and ``b`` compiled to the same code. Where they differ only in one
+        kernel's ``num_stages``, those stage counts are taken as the same everywhere in the space: a loop
+        the compiler does not pipeline ignores them whatever the blocks (36 RMSNorm's sweep: 114 of 254
+        candidates were such duplicates). Other pairs teach nothing: their time is told as usual."""
+        ia, ib = self._index(self.space.complete(a)), self._index(self.space.complete(b))
+        differ = [d for d in range(len(ia)) if ia[d] != ib[d]]
+        if len(differ) != 1 or self._kinds[differ[0]] != "stages" or (ia, ib) in self._same_code:
+            return
+        self._same_code.append((ia, ib))
+        d = differ[0]
+        classes = self._same_stages.setdefault(d, {})
+        ra, rb = classes.get(ia[d], ia[d]), classes.get(ib[d], ib[d])
+        low, high = min(ra, rb), max(ra, rb)
+        for v in range(len(self.space.dims[d].values)):
+            if classes.get(v, v) in (low, high):
+                classes[v] = low
+        self._seen_canonical = {self._canonical(i) for i in self._seen}
+
+    def _canonical(self, index: Index) -> Index:
+        if not self._same_stages:
+            return index
+        return tuple(self._same_stages.get(d, {}).get(v, v) for d, v in enumerate(index))
+
+    def _mark_seen(self, index: Index) -> None:
+        self._seen.add(index)
+        self._seen_canonical.add(self._canonical(index))
+
     def state(self) -> SearcherState:
         return SearcherState(space=self.space, strategy=self._strategy,
                              first=[self._point(i) for i in self._first],
                              suggested=[self._point(i) for i in self._suggested],
                              observations=self._observations, limits=[self._point(i) for i in self._limits],
-                             grid_limits=[self._point(i) for i in self._grid_limits])  # fmt: skip
+                             grid_limits=[self._point(i) for i in self._grid_limits],
+                             same_code=[[self._point(a), self._point(b)] for a, b in self._same_code])  # fmt: skip
 
     def best(self) -> tuple[dict[str, int], float] | None:
         """The fastest observed point and its time; None before any success."""
@@ -242,7 +278,8 @@ class Searcher:
                             state=TrialState.RUNNING)  # fmt: skip
 
     def _free(self, index: Index) -> bool:
-        return index not in self._seen and not self._over_limits(index) \
+        return index not in self._seen and self._canonical(index) not in self._seen_canonical \
+            and not self._over_limits(index) \
             and not any(self._dominates(index, limit) for limit in self._limits) \
             and not any(self._more_programs(index, limit) for limit in self._grid_limits)  # fmt: skip
 
