@@ -90,11 +90,12 @@ def _events(lines: list[str]) -> list[dict]:
 def test_tuner_run_survives_a_killed_worker_and_a_killed_driver(tmp_path) -> None:
     """Kill a worker mid-round 1 (its task is retried), kill the driver mid-round 2, resume: nothing lost
     or repeated, and the run ends with a correct summary."""
-    out = tmp_path / "run"
+    out, temp = tmp_path / "run", tmp_path / "temp"
+    temp.mkdir()  # processes killed with SIGKILL leave their temporary folders: in this test's folder, not /tmp
     args = ["--problem", PROBLEM, "--kernel", str(START), "--out", str(out), "--rounds", "3", "--workers", "2",
             "--candidates-per-round", "4", "--quiet"]  # fmt: skip
     proc = subprocess.Popen([sys.executable, "-m", "beamsearch.run", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, cwd=ROOT, env=_env(), start_new_session=True)  # fmt: skip
+                            text=True, cwd=ROOT, env={**_env(), "TMPDIR": str(temp)}, start_new_session=True)  # fmt: skip
     lines: list[str] = []
     killed_worker = False
     try:
@@ -128,7 +129,7 @@ def test_tuner_run_survives_a_killed_worker_and_a_killed_driver(tmp_path) -> Non
               for p in (out / "optimization_trace/round_2/candidates").glob("*/result.json")}  # fmt: skip
     assert before, "the driver was killed after a round-2 candidate was written"
 
-    again = run_cli("--resume", "--out", str(out), "--quiet", timeout=400)
+    again = run_cli("--resume", "--out", str(out), "--quiet", timeout=400, env={"TMPDIR": str(temp)})
     assert again.returncode == 0, again.stderr[-3000:]
     resumed = _events(again.stdout.splitlines())
     start2 = next(e for e in resumed if e["event"] == "round_start" and e["round"] == 2)
