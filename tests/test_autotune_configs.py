@@ -29,6 +29,17 @@ def test_the_decorator_goes_and_the_first_config_is_written_into_the_launch() ->
                                           {"BLOCK_SIZE": 1024, "num_warps": 8}]}  # fmt: skip
 
 
+def test_stages_of_an_unrolled_loop_are_no_config_knob_and_a_helpers_loop_keeps_them() -> None:
+    source = KERNEL.read_text()
+    body = "    offs = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)\n"
+    assert body in source
+    unrolled = source.replace(body, body + "    for _ in tl.static_range(2):\n        pass\n")
+    assert all("num_stages" not in c for c in without_autotune(unrolled).configs["_scale"])
+    looping = source.replace(body, body + "    _spin(4)\n").replace(
+        "@triton.autotune(", "@triton.jit\ndef _spin(n):\n    for _ in range(n):\n        pass\n\n\n@triton.autotune(", 1)
+    assert [c["num_stages"] for c in without_autotune(looping).configs["_scale"]] == [3, 2, 3]
+
+
 def test_every_config_is_a_point_of_the_space_and_each_verifies(tmp_path) -> None:
     source = KERNEL.read_text()
     space = space_of(source, SIZES)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from workers.proposers.tuner import launch_insertion, line_starts, single_assignment
+from workers.proposers.tuner import kernel_loops, launch_insertion, line_starts, single_assignment
 
 CONFIG_DEFAULTS = {"num_warps": 4, "num_stages": 3}  # triton.Config's own defaults
 
@@ -87,7 +87,7 @@ def _configs(decorator: ast.expr, kernel: ast.FunctionDef, module: ast.Module) -
     elements = _config_calls(_resolve(listed, module)) if listed is not None else None
     if not elements:
         return None
-    loops = any(isinstance(n, (ast.For, ast.While)) for n in ast.walk(kernel))
+    loops = kernel_loops(module, kernel.name)
     configs = []
     for element, env in elements:
         if not (isinstance(element, ast.Call) and ast.unparse(element.func).split(".")[-1] == "Config"

@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from workers.proposers.tuner import compiled_loop
+
 # Kernel-side names Inductor imports into every Triton kernel module.
 HELPER_NAMES = ("triton_helpers", "libdevice", "tl_math")
 NEXT_MODULE_MARK = "# ---- next module ----"  # how scripts/record_inductor.py joins several graphs
@@ -159,7 +161,7 @@ def parse_triton_kernel(name: str, source: str) -> TritonKernel:
         constexprs=constexprs, body_constexprs=_body_constexprs(fn), jit_source=jit_source,
         device_functions=device_functions,
         helpers=frozenset(h for h in HELPER_NAMES if h in used),
-        loops=any(isinstance(n, (ast.For, ast.While)) for n in ast.walk(fn)),
+        loops=compiled_loop(fn),
         unmasked=_unmasked_axes(fn), options=options, body_ints=_body_ints(fn),
     )  # fmt: skip
 

@@ -243,18 +243,21 @@ def _jit_functions(tree: ast.Module) -> dict[str, JitInfo]:
     return found
 
 
-def _loops_of(functions: dict[str, ast.FunctionDef]) -> dict[str, bool]:
-    """Whether each jit function runs a loop Triton compiles as one, itself or in a jit function it calls.
-    A ``tl.static_range`` loop is unrolled before compiling: no loop is left for ``num_stages`` to
-    pipeline, and every stage count compiles to the same code."""
+def kernel_loops(tree: ast.Module, name: str) -> bool:
+    """Whether jit function ``name`` of the module runs a loop Triton compiles as one, itself or in a jit
+    function it calls: only then does ``num_stages`` change its code (True for a name it cannot find)."""
+    info = _jit_functions(tree).get(name)
+    return info.loops if info is not None else True
 
-    def own_loop(func: ast.FunctionDef) -> bool:
-        return any(isinstance(n, ast.While) or (isinstance(n, ast.For) and not _unrolled(n)) for n in ast.walk(func))
+
+def _loops_of(functions: dict[str, ast.FunctionDef]) -> dict[str, bool]:
+    """Whether each jit function runs a loop Triton compiles as one (``compiled_loop``), itself or in a jit
+    function it calls."""
 
     def callees(func: ast.FunctionDef) -> set[str]:
         return {n.func.id for n in ast.walk(func) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)} & set(functions)
 
-    loops = {name: own_loop(func) for name, func in functions.items()}
+    loops = {name: compiled_loop(func) for name, func in functions.items()}
     calls = {name: callees(func) for name, func in functions.items()}
     changed = True
     while changed:  # through calls, to a fixed point
@@ -263,6 +266,13 @@ def _loops_of(functions: dict[str, ast.FunctionDef]) -> dict[str, bool]:
             if not loops[name] and any(loops[c] for c in calls[name]):
                 loops[name] = changed = True
     return loops
+
+
+def compiled_loop(func: ast.AST) -> bool:
+    """Whether ``func``'s own body has a loop Triton compiles as one: the only kind ``num_stages`` can
+    pipeline. A ``tl.static_range`` loop is unrolled before compiling, so every stage count compiles the
+    same code there."""
+    return any(isinstance(n, ast.While) or (isinstance(n, ast.For) and not _unrolled(n)) for n in ast.walk(func))
 
 
 def _unrolled(loop: ast.For) -> bool:
