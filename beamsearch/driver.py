@@ -285,7 +285,8 @@ class Driver:
         def hand_out(task: Task) -> Task:
             screen = screen_above_ms(self.state.beam, results, config.beam_width, config.screen_ratio)
             # self.state.config, not config: a model lost mid-round (on_model_lost offline) drops the llm
-            return task.model_copy(update={"screen_above_ms": screen, "config": self.state.config})
+            return task.model_copy(update={"screen_above_ms": screen, "config": self.state.config,
+                                           "known_compiled": optimiser.known_compiled(task.id)})  # fmt: skip
 
         def spare_work() -> Task | ProfileJob | None:  # handed-back kernels first, then the beam's profiles
             task = handback.next_task()

@@ -24,7 +24,16 @@ from typing import Protocol
 
 from beamsearch.beam import code_hash
 from beamsearch.schema import Kernel
-from beamsearch.state import BeamEntry, BeamState, OptimiserState, Outcome, SpaceSearch, Task, TaskResult
+from beamsearch.state import (
+    BeamEntry,
+    BeamState,
+    OptimiserState,
+    Outcome,
+    SpaceSearch,
+    Task,
+    TaskResult,
+    TimedCode,
+)
 from workers.proposers.knob_space import autotune_points, describe, render, space_of, tensor_core_tiles
 from workers.proposers.searcher import Searcher, SearcherState, first_points
 
@@ -60,8 +69,7 @@ class Optimiser:
         self.live: dict[str, SearcherLike] = {}
         # task id -> the (search, point) pairs its candidate answers
         self.points: dict[str, list[tuple[str, Point]]] = {}
-        # search -> compiled code's hash -> the first point seen to compile to it (this session's)
-        self.compiled: dict[str, dict[str, Point]] = {}
+        self.compiled: dict[str, dict[str, TimedCode]] = {k: dict(v) for k, v in saved.compiled.items()}
 
     # ------------------------------------------------------------------------------------------- planning
     def plan(self, state: BeamState, round_: int, count: int, roots: Collection[str] | None = None,
@@ -80,6 +88,9 @@ class Optimiser:
             key = self._search_of(entry)
             if key is not None:
                 parents.setdefault(key, entry)
+                if entry.kernel.hash == key and entry.compiled_hash is not None:  # the root, at its own point
+                    root = TimedCode(point=self.searches[key].space.start(), task_id=entry.id, time_ms=entry.ranked_ms)
+                    self.compiled.setdefault(key, {}).setdefault(entry.compiled_hash, root)
         tasks: list[Task] = []
         planned: dict[str, str] = {}  # code hash -> the task planned with that kernel
         active = list(parents)
@@ -159,21 +170,37 @@ class Optimiser:
         answers = self.points.get(result.task_id)
         if not answers:
             return
-        outcome = outcome_of(result)
+        outcome = self._outcome(result, [key for key, _ in answers])
         if result.kernel is not None:
             self.outcomes[code_hash(result.kernel.source)] = outcome
         for key, point in answers:
             searcher = self._searcher(key)
             searcher.observe(point, outcome.time_ms, outcome.failure)
-            if result.compiled_hash is not None:
-                first = self.compiled.setdefault(key, {}).setdefault(result.compiled_hash, point)
-                if first != point:
-                    searcher.same_code(first, point)
+            if result.compiled_hash is not None and outcome.time_ms is not None:
+                timed = TimedCode(point=point, task_id=result.task_id, time_ms=outcome.time_ms)
+                first = self.compiled.setdefault(key, {}).setdefault(result.compiled_hash, timed)
+                if first.point != point:
+                    searcher.same_code(first.point, point)
+
+    def _outcome(self, result: TaskResult, keys: list[str]) -> Outcome:
+        """``outcome_of``; for a duplicate stopped before its timing (``Task.known_compiled``), the time of the
+        kernel whose compiled code it runs."""
+        outcome = outcome_of(result)
+        if outcome.time_ms is None and result.status == "duplicate" and result.compiled_hash is not None:
+            for key in keys:
+                if (first := self.compiled.get(key, {}).get(result.compiled_hash)) is not None:
+                    return Outcome(time_ms=first.time_ms)
+        return outcome
+
+    def known_compiled(self, task_id: str) -> dict[str, str]:
+        """Compiled code timed in the spaces task ``task_id``'s point belongs to: hash -> the task timed on it.
+        Only variants of one root share their host code, so a hash says the whole candidate is the same."""
+        return {h: t.task_id for key, _ in self.points.get(task_id, []) for h, t in self.compiled.get(key, {}).items()}
 
     def state(self) -> OptimiserState:
         searches = {k: s.model_copy(update={"searcher": self.live[k].state()}) if k in self.live else s
                     for k, s in self.searches.items()}  # fmt: skip
-        return OptimiserState(searches=searches, outcomes=self.outcomes)
+        return OptimiserState(searches=searches, outcomes=self.outcomes, compiled=self.compiled)
 
     def _searcher(self, key: str) -> SearcherLike:
         if key not in self.live:
@@ -184,6 +211,7 @@ class Optimiser:
                 # starts again over today's space; kernels the run measured are told, never run again (_take).
                 search = search.model_copy(update={"space": space, "searcher": SearcherState(space=space)})
                 self.searches[key] = search
+                self.compiled.pop(key, None)  # its points are the old space's
             self.live[key] = self.make(search.space, self._seed(key), state=search.searcher, first=(),
                                        budget=search.budget)  # fmt: skip
         return self.live[key]

@@ -158,6 +158,9 @@ class VerifyRequest(Record):
                                              "compile) may take; None: only the child's timeout bounds it")
     session: bool = Field(False, description="a verification of a session (child_process.ChildSession): a "
                           "kernel that passes every check and its timing leaves its runner for the next kernel")
+    known_compiled: dict[str, str] = Field({}, description="compiled-code hash -> the candidate of this run that was "
+                                           "timed running that code: a kernel whose first call launches one of "
+                                           "these is a ``duplicate``, not checked further nor timed (GPU only)")
 
 
 VerdictStatus = Literal[
@@ -170,6 +173,8 @@ VerdictStatus = Literal[
     "crashed",  # the child process died without a verdict (a signal, os._exit)
     "timeout",  # a call after the first hung (its process killed), or the child was killed after the time limit
     "problem_error",  # the problem itself (not the kernel) failed to load or run, or the device is missing
+    "duplicate",  # its first call ran code a kernel of the run was timed on (VerifyRequest.known_compiled):
+    # not checked further nor timed, and never ranked
 ]
 
 
@@ -205,6 +210,8 @@ class Verdict(Record):
                                       "on one GPU at once; None on the CPU")
     use_wait_s: float = Field(0.0, description="seconds the checks' steps waited for the GPU's use lock: for "
                               "other jobs' timings and profiles to end (gpu_lock.gpu_in_use)")
+    compiled_hash: str | None = Field(None, description="hash of the compiled code the first call launched, where "
+                                      "the request named known codes (``VerifyRequest.known_compiled``)")
 
 
 class BenchRow(Record):

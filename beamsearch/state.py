@@ -78,6 +78,9 @@ class Task(Record):
     kernel: Kernel | None = Field(None, description="the candidate, when the driver made it (the offline optimiser's "
                                   "point, rendered); none: the worker's proposer makes it (a model, a replay)")
     from_task: str = Field("", description="the task whose model reply held ``kernel`` besides its own (handed back)")  # fmt: skip
+    known_compiled: dict[str, str] = Field({}, description="set as the task is handed out, for a knob variant: "
+                                           "compiled-code hash -> the candidate timed on it, of the variant's own "
+                                           "knob space; running one of them makes the candidate a duplicate")  # fmt: skip
 
 
 class VerifyTry(Record):
@@ -134,7 +137,10 @@ class TaskResult(Record):
 
     @property
     def compiled_hash(self) -> str | None:
-        return self.timing.compiled_hash if self.timing else None
+        """The timing's hash; else the verification's (a ``duplicate`` of code the run timed before)."""
+        if self.timing is not None:
+            return self.timing.compiled_hash
+        return self.tries[-1].verdict.compiled_hash if self.tries else None
 
     @property
     def tokens(self) -> int:
@@ -208,6 +214,14 @@ class Outcome(Record):
     failure: str | None = None
 
 
+class TimedCode(Record):
+    """The first point of a knob space timed running one compiled code (``OptimiserState.compiled``)."""
+
+    point: dict[str, int]
+    task_id: str = Field(description="the candidate timed on it (the root's id for the root's own code)")
+    time_ms: float
+
+
 class SpaceSearch(Record):
     """One searcher of the offline optimiser: over the knob space of ``root``, and what it has learned."""
 
@@ -224,6 +238,9 @@ class OptimiserState(Record):
     searches: dict[str, SpaceSearch] = Field({}, description="by the root kernel's hash")
     outcomes: dict[str, Outcome] = Field({}, description="normalised-code hash -> what that kernel came to, so a "
                                          "point whose kernel was already measured is told, not run again")
+    compiled: dict[str, dict[str, TimedCode]] = Field({}, description="by search: compiled-code hash -> the first "
+                                                      "point timed running it; a later point running it is a "
+                                                      "duplicate, stopped before its timing, told that time")  # fmt: skip
 
 
 class PendingKernel(Record):

@@ -176,6 +176,38 @@ def test_two_points_that_compile_to_one_code_are_told_as_the_same() -> None:
     assert searcher.same == [(opt.points[tasks[0].id][0][1], opt.points[tasks[2].id][0][1])]
 
 
+def test_code_timed_in_a_space_is_named_to_its_later_tasks_and_their_early_duplicates_learn_its_time() -> None:
+    """A variant is handed the compiled codes already timed in its space (the root's too): a worker stops one
+    that runs such code before checking or timing it, and its point is told the time of the kernel it repeats."""
+    from beamsearch.schema import Verdict
+    from beamsearch.state import VerifyTry
+
+    state = beam_state()
+    state = state.model_copy(update={"beam": [state.beam[0].model_copy(update={"compiled_hash": "root"})]})
+    opt = Optimiser(state.optimiser, {}, seed=0, budget=None, make=ShuffleSearcher)
+    first, second = opt.plan(state, round_=1, count=2)
+    assert opt.known_compiled(first.id) == {"root": "input"}
+    r = result_of(first, 2.5)
+    opt.observe(r.model_copy(update={"timing": r.timing.model_copy(update={"compiled_hash": "aaa"})}))
+    assert opt.known_compiled(second.id) == {"root": "input", "aaa": first.id}
+    assert opt.known_compiled("r9-t9") == {}, "a task that is no point of a space is named nothing"
+    verdict = Verdict(passed=False, status="duplicate", reason=f"same compiled code as {first.id}",
+                      kernel_path="k.py", compiled_hash="aaa")  # fmt: skip
+    early = result_of(second, None, status="duplicate", reason=verdict.reason)
+    opt.observe(early.model_copy(update={"tries": [VerifyTry(kernel=second.kernel, verdict=verdict)]}))
+    (searcher,) = opt.live.values()
+    assert searcher.told[-1].time_ms == 2.5 and searcher.told[-1].failure is None
+    assert searcher.same == [(opt.points[first.id][0][1], opt.points[second.id][0][1])]
+    # a duplicate whose code the optimiser never saw timed stays a failure, as before
+    stray = result_of(second, None, status="duplicate", reason="same compiled code as r0-x")
+    assert opt._outcome(stray, [k for k, _ in opt.points[second.id]]).time_ms is None
+    # the driver builds an optimiser each round from the saved state: the codes timed go with it
+    state = state.model_copy(update={"optimiser": opt.state()})
+    again = Optimiser(state.optimiser, {}, seed=0, budget=None, make=ShuffleSearcher)
+    (later,) = again.plan(state, round_=2, count=1)
+    assert again.known_compiled(later.id) == {"root": "input", "aaa": first.id}
+
+
 def test_failures_are_told_with_their_status_and_reason() -> None:
     state = beam_state()
     opt = Optimiser(state.optimiser, {}, seed=0, budget=None, make=ShuffleSearcher)

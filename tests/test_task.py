@@ -133,3 +133,21 @@ def test_only_the_optimisers_variants_share_a_verification_session() -> None:
     other = ctx.variant_session(spec.model_copy(update={"shapes": "full"}), PLANNED)
     assert other is not session and session.child.child is None
     ctx.close_session()
+
+
+def test_a_variant_stopped_as_a_duplicate_is_one_with_its_code_and_no_timing(monkeypatch) -> None:
+    """The task hands its known codes to the verification; a ``duplicate`` verdict (code the run timed) is the
+    candidate's status, with the compiled hash the optimiser tells that time by, and nothing is timed."""
+    known = {"c0de": "r0-t3"}
+    duplicate = Verdict(passed=False, status="duplicate", reason="same compiled code as r0-t3, already timed",
+                        kernel_path="k.py", compiled_hash="c0de")  # fmt: skip
+    given: list[dict] = []
+    monkeypatch.setattr(task_module, "verify_candidate", lambda *a, **k: given.append(k["known_compiled"]) or duplicate)
+    monkeypatch.setattr(task_module, "time_candidate", lambda *a, **k: pytest.fail("a duplicate is not timed"))
+    spec = RunSpec(problem_path=str(DATA / "scale_rows_problem.py"), shapes="small", device="cpu")
+    parent = BeamEntry(id="input", kernel=Kernel(source=START.read_text(), origin="input"), ranked_ms=5.0, round=0)
+    task = Task(id="r1-t0", round=1, direction=0, parent=parent, spec=spec, config=SearchConfig(problem="p"),
+                kernel=PLANNED, known_compiled=known)  # fmt: skip
+    result = run_task(task, WorkerContext("w0"))
+    assert given == [known] and result.status == "duplicate" and "r0-t3" in result.reason
+    assert result.compiled_hash == "c0de" and result.ranked_ms is None and result.kernel == PLANNED

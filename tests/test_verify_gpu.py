@@ -164,3 +164,32 @@ def test_variants_share_a_session_and_an_idle_one_holds_no_tensors_on_gpu(tmp_pa
         assert second.gpu_peak_gb < 1.5 * first.gpu_peak_gb  # its own peak, not the two added up
     finally:
         session.close()
+
+
+def test_a_kernel_running_code_already_timed_stops_as_a_duplicate_and_keeps_its_session_on_gpu(
+    gpu_spec: RunSpec, tmp_path
+) -> None:
+    """A variant whose first call launches compiled code the run has timed is a ``duplicate``: hashed after
+    its first seed's checks, neither checked further nor timed; the session's runner goes on to the next."""
+    from workers.harness.verify import VerifySession
+
+    source = (KERNELS / "good.py").read_text()
+    (tmp_path / "_scale.py").write_text((KERNELS / "_scale.py").read_text())  # good.py's launch
+    for k in range(3):
+        (tmp_path / f"v{k}.py").write_text(source + f"\n# variant {k}\n")
+    session = VerifySession("cuda")
+    try:
+        first = verify_kernel(gpu_spec, str(tmp_path / "v0.py"), seeds=[1, 2, 3], timing=TimingKnobs(seed=1), session=session)
+        assert first.passed and first.timing is not None, first.reason
+        code = first.timing.compiled_hash
+        assert code is not None, first.timing.reason
+        again = verify_kernel(gpu_spec, str(tmp_path / "v1.py"), seeds=[4, 5, 6], timing=TimingKnobs(seed=4),
+                              session=session, known_compiled={code: "r1-t0"})  # fmt: skip
+        assert again.status == "duplicate" and "r1-t0" in again.reason and again.compiled_hash == code, again.reason
+        assert again.timing is None and "cache_checks" not in again.steps_s and "runner_kept" in again.steps_s
+        other = verify_kernel(gpu_spec, str(tmp_path / "v2.py"), seeds=[7, 8, 9], timing=TimingKnobs(seed=7),
+                              session=session, known_compiled={"0" * 16: "r1-t1"})  # fmt: skip
+        assert other.passed and other.timing.status == "ok" and other.compiled_hash == code, other.reason
+        assert session.processes == 1, "the duplicate's runner went on to the next kernel"
+    finally:
+        session.close()

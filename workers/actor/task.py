@@ -151,7 +151,8 @@ def out_of_gpu_memory(spec: RunSpec, passed: bool, reason: str) -> bool:
 
 
 def verify_candidate(spec: RunSpec, path: str, seeds: list[int], slots: int, screen_above_ms: float | None = None,
-                     first_call_limit_s: float | None = None, session: VerifySession | None = None) -> Verdict:  # fmt: skip
+                     first_call_limit_s: float | None = None, session: VerifySession | None = None,
+                     known_compiled: dict[str, str] | None = None) -> Verdict:  # fmt: skip
     """Verify holding one of the GPU's ``slots`` verification places (a memory budget); a kernel that
     passes is then timed in the same process, still holding it, on the first seed's inputs
     (``Verdict.timing``), so a candidate starts one GPU process fewer.
@@ -163,15 +164,17 @@ def verify_candidate(spec: RunSpec, path: str, seeds: list[int], slots: int, scr
     contexts then, about 0.5 GB each. The timing takes a search's budgets (``SEARCH_TIMING``);
     ``screen_above_ms``: it stops early above it (``Task``). ``first_call_limit_s``: the longest the
     kernel's first call (the compile) may take. ``session``: the worker's session for knob variants
-    (``WorkerContext.variant_session``); the retry alone runs in fresh processes."""
+    (``WorkerContext.variant_session``); the retry alone runs in fresh processes. ``known_compiled``: codes
+    the run has timed (``Task.known_compiled``); a kernel running one is a ``duplicate``, not timed again."""
     knobs = TimingKnobs(seed=seeds[0], screen_above_ms=screen_above_ms, **SEARCH_TIMING)
     with gpu_memory(spec.device):
         verdict = verify_kernel(spec, path, seeds=seeds, timing=knobs, slots=slots, first_call_limit_s=first_call_limit_s,
-                                session=session)  # fmt: skip
+                                session=session, known_compiled=known_compiled)  # fmt: skip
     if not out_of_gpu_memory(spec, verdict.passed, verdict.reason):
         return verdict
     with gpu_memory(spec.device, alone=True):
-        again = verify_kernel(spec, path, seeds=seeds, exclusive=True, timing=knobs, first_call_limit_s=first_call_limit_s)
+        again = verify_kernel(spec, path, seeds=seeds, exclusive=True, timing=knobs, first_call_limit_s=first_call_limit_s,
+                              known_compiled=known_compiled)  # fmt: skip
     return again.model_copy(update={"retried_alone": True})
 
 
@@ -279,15 +282,18 @@ def run_task(task: Task, ctx: WorkerContext) -> TaskResult:
         with stages("verify"):
             verdict = verify_candidate(spec, path, seeds, config.verify_per_gpu or 1, task.screen_above_ms,
                                        first_call_limit_s=compile_limit_s(kernel, spec.device),
-                                       session=ctx.variant_session(spec, kernel))  # fmt: skip
+                                       session=ctx.variant_session(spec, kernel), known_compiled=task.known_compiled)  # fmt: skip
         tries.append(VerifyTry(kernel=kernel, verdict=verdict))
-        if verdict.passed or llm is None or len(tries) > config.refine_tries:
+        if verdict.passed or verdict.status == "duplicate" or llm is None or len(tries) > config.refine_tries:
             break
+
         with stages("refine"):
             refined = llm.refine(kernel, verdict, earlier=[(t.kernel, t.verdict) for t in tries[:-1]])
         if refined is None:
             break
         kernel = refined
+    if verdict.status == "duplicate":  # nothing to learn from it beyond the time of the kernel it repeats
+        return _done(facts.result("duplicate", verdict.reason, kernel=kernel, tries=tries), stages)
     if not verdict.passed:
         with stages("reflect"):
             reflection = _reflect(llm, diagnosis, task, parent, kernel, None, verdict)

@@ -33,10 +33,10 @@ VERIFY_CHILD = "workers.harness.verify_child"
 
 def runner_reusable(verdict: Verdict) -> bool:
     """Whether a verification's runner may go on to the next kernel of a session: every check passed and,
-    where one was asked for, the timing too. Anything else (a failed check, an error, a hang, a timing
-    that failed its checks or ran out of memory) may have left the process in a state the next kernel
-    should not inherit."""
-    return verdict.passed and timing_passed(verdict.timing)
+    where one was asked for, the timing too, or the kernel was a ``duplicate`` whose calls so far passed.
+    Anything else (a failed check, an error, a hang, a timing that failed its checks or ran out of memory)
+    may have left the process in a state the next kernel should not inherit."""
+    return (verdict.passed and timing_passed(verdict.timing)) or verdict.status == "duplicate"
 
 
 def timing_passed(timing: TimingResult | None) -> bool:
@@ -91,12 +91,15 @@ def verify_kernel(
     slots: int = 0,
     first_call_limit_s: float | None = None,
     session: VerifySession | None = None,
+    known_compiled: dict[str, str] | None = None,
 ) -> Verdict:
     """Run every check on ``kernel_path`` in a child process and return the verdict; with ``timing``,
     a kernel that passes is then timed in the same process (``Verdict.timing``). With ``slots``, the checks
     and the timing wait for one of that many verification places on the GPU (``gpu_slot``). With
     ``first_call_limit_s``, a first call (the compile) that takes longer is a ``timeout``. With
-    ``session``, in the session's processes while the kernels before passed (``VerifySession``).
+    ``session``, in the session's processes while the kernels before passed (``VerifySession``). With
+    ``known_compiled`` (compiled-code hash -> candidate), a kernel whose first call runs one of those codes
+    is a ``duplicate`` of it, not checked further nor timed (GPU only).
 
     Never raises for anything the kernel does: a hang becomes ``timeout``, a dead child ``crashed``.
     """
@@ -114,6 +117,7 @@ def verify_kernel(
         slots=slots,
         first_call_limit_s=first_call_limit_s,
         session=session is not None,
+        known_compiled=known_compiled or {},
     )
     if session is not None:
         run = session.run(request, timeout_s)

@@ -119,6 +119,7 @@ class Checks:
         self.max_rel_err: float | None = None
         self.call_times_s: list[float] = []
         self.nudge_seed: int | None = None
+        self.compiled_hash: str | None = None
         self.sandbox = ""
         self.steps = Steps()
 
@@ -169,6 +170,12 @@ def verify(req: VerifyRequest, runner: KernelProcess) -> Verdict:
                         _release(kernel, checks)
     except Failed as f:
         status, reason, tb = f.status, f.reason, f.tb
+        if status == "duplicate" and req.session:
+            try:  # its runner goes on to the next kernel, as a passed kernel's does, if nothing is left running
+                with use():
+                    _release(kernel, checks)
+            except Failed as g:
+                status, reason, tb = g.status, g.reason, g.tb
     except Exception as e:  # the harness's own steps (inputs, copies, references) failed, e.g. out of memory
         status, reason, tb = "problem_error", f"verification could not run: {type(e).__name__}: {e}"[:500], traceback.format_exc()
     except BaseException:
@@ -196,6 +203,7 @@ def verify(req: VerifyRequest, runner: KernelProcess) -> Verdict:
         timing=timing,
         gpu_peak_gb=_peak_gb(req.spec.device, kernel),
         use_wait_s=sum(use_waits_s),
+        compiled_hash=checks.compiled_hash,
     )
     if req.session and runner_reusable(verdict):  # the runner waits, idle, for the session's next kernel
         del module, pool  # the pool's segments (inputs shared with the runner) are given back only with it
@@ -358,6 +366,9 @@ def _verify(req: VerifyRequest, checks: Checks, kernel: _Kernel,
         checks.steps.end(f"seed{i}_checked")
         if i > 0:
             continue
+        if req.known_compiled and spec.device.startswith("cuda"):
+            with use():
+                _known_code(kernel, values, req, checks)
         # Same tensors, new values: a kernel that caches results by pointer returns the old answer.
         with use():
             fresh_values_into(module, spec, seed + POINTER_CHECK_SEED_OFFSET, instance.inputs)
@@ -384,6 +395,19 @@ def _verify(req: VerifyRequest, checks: Checks, kernel: _Kernel,
             _checked_call(kernel, again, values, reference, req, checks, f"{where}, the same values again")
         checks.steps.end("cache_checks")
     return module, pool
+
+
+def _known_code(kernel: _Kernel, values: dict[str, Any], req: VerifyRequest, checks: Checks) -> None:
+    """Hash the code the first seed's call launched (one more call on its inputs); code a kernel of the run
+    was timed on ends the job: a duplicate is never ranked, so checking and timing it again buys nothing."""
+    reply, _ = kernel.call(None, values, "hashing its compiled code", op="hash")
+    assert isinstance(reply, HashReply)  # read_reply's type for a hash
+    _check_evidence(reply, checks, "the call that hashes the compiled code", reply.threads_started)
+    checks.compiled_hash = reply.compiled_hash
+    checks.steps.end("hashed")
+    first = req.known_compiled.get(reply.compiled_hash or "")
+    if first is not None:
+        raise Failed("duplicate", f"same compiled code as {first}, already timed: not checked further nor timed")
 
 
 def time_after_checks(req: VerifyRequest, kernel: _Kernel, module: Any, pool: _SharedPool, sandbox: str) -> TimingResult:
