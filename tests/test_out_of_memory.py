@@ -52,7 +52,8 @@ def cuda_spec(monkeypatch: pytest.MonkeyPatch, tmp_path) -> RunSpec:
 def test_an_out_of_memory_verification_is_run_again_alone(monkeypatch, cuda_spec, tmp_path) -> None:
     calls: list[tuple[bool, str]] = []
 
-    def fake_verify(spec, path, *, seeds, exclusive=False, timing=None, slots=0, first_call_limit_s=None, session=None):
+    def fake_verify(spec, path, *, seeds, exclusive=False, timing=None, slots=0, first_call_limit_s=None, session=None,
+                    known_compiled=None):  # fmt: skip
         assert timing is not None and timing.seed == 1  # a pass is timed on the first seed's inputs
         assert slots == (0 if exclusive else SLOTS)  # alone, no verification place is needed
         assert session is None or not exclusive  # the retry alone runs in processes of its own
