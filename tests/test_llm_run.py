@@ -194,12 +194,15 @@ def test_a_round_cut_short_after_the_reply_tries_its_handed_back_kernels_on_resu
     """The driver killed once the reply's own candidate is written: the resumed round reuses it, derives its
     handed-back kernels from its result.json, tries the one the round has a place for, keeps the other."""
     out = tmp_path / "run"
+    temp = tmp_path / "tmp"
+    temp.mkdir()  # the killed driver's workers leave their temporary folders: in this test's folder, not /tmp
     with ScriptedLLMServer(default=Respond(_three_kernels)) as server:
         args = ["--problem", PROBLEM, "--kernel", str(START), "--out", str(out), "--rounds", "1", "--workers", "1",
                 "--directions", "1", "--beam-width", "1", "--llm", "openai/test-model", "--api-base", server.api_base,
                 "--quiet"]  # fmt: skip
         proc = subprocess.Popen([sys.executable, "-m", "beamsearch.run", *args], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, cwd=ROOT, env=_env(), start_new_session=True)  # fmt: skip
+                                stderr=subprocess.PIPE, text=True, cwd=ROOT, env={**_env(), "TMPDIR": str(temp)},
+                                start_new_session=True)  # fmt: skip
         try:
             deadline = time.monotonic() + 400
             for line in proc.stdout:
@@ -212,7 +215,8 @@ def test_a_round_cut_short_after_the_reply_tries_its_handed_back_kernels_on_resu
         folder = out / "optimization_trace/round_1/candidates"
         first = TaskResult.model_validate_json((folder / "r1-t0/result.json").read_text())
         assert not (folder / "r1-t0-k1").exists() and len(first.handed_back) == 2
-        again = run_cli("--resume", "--out", str(out), "--api-base", server.api_base, "--quiet", timeout=400)
+        again = run_cli("--resume", "--out", str(out), "--api-base", server.api_base, "--quiet", timeout=400,
+                        env={"TMPDIR": str(temp)})  # fmt: skip
     assert again.returncode == 0, again.stderr[-3000:]
     start = next(e for e in _events(again.stdout.splitlines()) if e["event"] == "round_start")
     assert (start["tasks"], start["reused"]) == (2, 1)

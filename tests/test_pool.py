@@ -17,6 +17,9 @@ from beamsearch.pool import WorkerPool
 def local_ray(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
     with tempfile.TemporaryDirectory(prefix="bsray-", dir="/tmp") as tmp:
+        # The workers these tests kill leave their temporary folders: in this one, not /tmp (Ray's processes
+        # take the environment the cluster starts with).
+        monkeypatch.setenv("TMPDIR", tmp)
         ray.init(_temp_dir=tmp, _node_ip_address="127.0.0.1", include_dashboard=False, num_cpus=1,
                  logging_level=logging.WARNING, log_to_driver=False)  # fmt: skip
         try:
