@@ -88,9 +88,7 @@ class Optimiser:
             key = self._search_of(entry)
             if key is not None:
                 parents.setdefault(key, entry)
-                if entry.kernel.hash == key and entry.compiled_hash is not None:  # the root, at its own point
-                    root = TimedCode(point=self.searches[key].space.start(), task_id=entry.id, time_ms=entry.ranked_ms)
-                    self.compiled.setdefault(key, {}).setdefault(entry.compiled_hash, root)
+                self._know_root(key, entry)
         tasks: list[Task] = []
         planned: dict[str, str] = {}  # code hash -> the task planned with that kernel
         active = list(parents)
@@ -176,11 +174,25 @@ class Optimiser:
         for key, point in answers:
             searcher = self._searcher(key)
             searcher.observe(point, outcome.time_ms, outcome.failure)
-            if result.compiled_hash is not None and outcome.time_ms is not None:
-                timed = TimedCode(point=point, task_id=result.task_id, time_ms=outcome.time_ms)
-                first = self.compiled.setdefault(key, {}).setdefault(result.compiled_hash, timed)
-                if first.point != point:
-                    searcher.same_code(first.point, point)
+            if result.compiled_hash is None or outcome.time_ms is None:
+                continue
+            known = self.compiled.setdefault(key, {})
+            first = known.get(result.compiled_hash)
+            if first is None and result.ranked_ms is not None:  # timed itself, not told another's time
+                known[result.compiled_hash] = TimedCode(point=point, task_id=result.task_id, time_ms=result.ranked_ms)
+            elif first is not None and first.point != point:
+                searcher.same_code(first.point, point)
+
+    def _know_root(self, key: str, entry: BeamEntry) -> None:
+        """The code of a search's root, timed at the root's own point; not for a root with ``@triton.autotune``
+        configs, whose code is the config its autotuner picked, not the one written into its start."""
+        if entry.kernel.hash != key or entry.compiled_hash is None:
+            return
+        self._searcher(key)  # first: it may start the search again over today's space, dropping its codes
+        search = self.searches[key]
+        if not search.space.configs:
+            root = TimedCode(point=search.space.start(), task_id=entry.id, time_ms=entry.ranked_ms)
+            self.compiled.setdefault(key, {}).setdefault(entry.compiled_hash, root)
 
     def _outcome(self, result: TaskResult, keys: list[str]) -> Outcome:
         """``outcome_of``; for a duplicate stopped before its timing (``Task.known_compiled``), the time of the

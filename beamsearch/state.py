@@ -36,7 +36,8 @@ TaskStatus = Literal[
     "inconclusive",  # verified; its timing failed, alone too, only checks other processes on the GPU can fail:
     # not ranked, and not held against the kernel
     "no_proposal",  # the proposer had nothing new for this parent and direction
-    "duplicate",  # same code (source, or compiled code and no faster) as a kernel already seen in this run
+    "duplicate",  # same code (source, or compiled code and no faster) as a kernel already seen in this run, or
+    # a knob variant stopped untimed on code its space had timed (Task.known_compiled)
     "suspect",  # timed faster than the physical floor allows: not accepted
     "failed",  # the task itself failed: worker crash, task timeout, an error in our code
 ]

@@ -198,9 +198,12 @@ def test_code_timed_in_a_space_is_named_to_its_later_tasks_and_their_early_dupli
     (searcher,) = opt.live.values()
     assert searcher.told[-1].time_ms == 2.5 and searcher.told[-1].failure is None
     assert searcher.same == [(opt.points[first.id][0][1], opt.points[second.id][0][1])]
-    # a duplicate whose code the optimiser never saw timed stays a failure, as before
+    # a duplicate whose code the optimiser never saw timed stays a failure, as before, and is no timed code
     stray = result_of(second, None, status="duplicate", reason="same compiled code as r0-x")
     assert opt._outcome(stray, [k for k, _ in opt.points[second.id]]).time_ms is None
+    untimed = verdict.model_copy(update={"compiled_hash": "bbb"})
+    opt.observe(stray.model_copy(update={"tries": [VerifyTry(kernel=second.kernel, verdict=untimed)]}))
+    assert "bbb" not in opt.known_compiled(second.id)
     # the driver builds an optimiser each round from the saved state: the codes timed go with it
     state = state.model_copy(update={"optimiser": opt.state()})
     again = Optimiser(state.optimiser, {}, seed=0, budget=None, make=ShuffleSearcher)
@@ -339,3 +342,16 @@ def test_the_minutes_budget_stops_the_run_before_a_round_and_is_auto_only_offlin
     assert SearchConfig(problem="p").minutes_budget() == 8.0
     assert SearchConfig(problem="p", llm="openai/m").minutes_budget() is None
     assert SearchConfig(problem="p", budget_minutes=None).minutes_budget() is None
+
+
+def test_an_autotuned_roots_code_is_not_taken_for_its_first_configs(monkeypatch) -> None:
+    """An ``@triton.autotune`` root was timed on the config its autotuner picked, which need not be the one
+    written into its start: its code is known at no point, so no variant is stopped or paired with it."""
+    autotuned = SPACE.model_copy(update={"configs": [{"scale_kernel:BLOCK_R": 4, "scale_kernel:num_warps": 4},
+                                                     {"scale_kernel:BLOCK_R": 4, "scale_kernel:num_warps": 8}]})  # fmt: skip
+    monkeypatch.setattr(optimiser_module, "space_of", lambda source, sizes=None, *hardware: autotuned)
+    state = beam_state()
+    state = state.model_copy(update={"beam": [state.beam[0].model_copy(update={"compiled_hash": "root"})]})
+    opt = Optimiser(state.optimiser, {}, seed=0, budget=None, make=ShuffleSearcher)
+    (task,) = opt.plan(state, round_=1, count=1)
+    assert opt.known_compiled(task.id) == {}

@@ -282,11 +282,12 @@ def run_task(task: Task, ctx: WorkerContext) -> TaskResult:
         with stages("verify"):
             verdict = verify_candidate(spec, path, seeds, config.verify_per_gpu or 1, task.screen_above_ms,
                                        first_call_limit_s=compile_limit_s(kernel, spec.device),
-                                       session=ctx.variant_session(spec, kernel), known_compiled=task.known_compiled)  # fmt: skip
+                                       session=ctx.variant_session(spec, kernel),
+                                       # a model's fix of the variant has host code of its own
+                                       known_compiled=task.known_compiled if not tries else None)  # fmt: skip
         tries.append(VerifyTry(kernel=kernel, verdict=verdict))
         if verdict.passed or verdict.status == "duplicate" or llm is None or len(tries) > config.refine_tries:
             break
-
         with stages("refine"):
             refined = llm.refine(kernel, verdict, earlier=[(t.kernel, t.verdict) for t in tries[:-1]])
         if refined is None:

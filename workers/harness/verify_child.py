@@ -30,8 +30,11 @@ Every request after the kernel's first call has a deadline (``HANG_SLACK_S``, ``
 runner that misses it is killed then and there, inside the lock when it was timing, and the verdict (or
 the timing) is ``timeout``.
 
-In a session (``VerifyRequest.session``), a kernel that passed every check and its timing
-(``verify.runner_reusable``) leaves the runner alive and this process waiting for the next request, the
+With ``VerifyRequest.known_compiled`` (GPU only), the first seed's checked call is followed by one that
+hashes the compiled code it launches; a code the run has timed ends the job as ``duplicate``.
+
+In a session (``VerifyRequest.session``), a kernel that passed every check and its timing, or stopped as
+a duplicate (``verify.runner_reusable``), leaves the runner alive and this process waiting for the next request, the
 next kernel of the same worker; any other verdict stops the runner and ends the process as before.
 """
 
@@ -217,7 +220,8 @@ def verify(req: VerifyRequest, runner: KernelProcess) -> Verdict:
 
 
 def _release(kernel: _Kernel, checks: Checks) -> None:
-    """A session's kernel passed: its runner frees the kernel's memory for the wait until the next one. What
+    """A session's kernel passed (or stopped as a duplicate): its runner frees the kernel's memory for the
+    wait until the next one. What
     it left running or changed after its last call fails it here, as its calls' evidence would have."""
     reply, _ = kernel.request(ReleaseRequest())
     assert isinstance(reply, ReleaseReply)  # read_reply's type for a release
