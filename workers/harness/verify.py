@@ -2,8 +2,8 @@
 
 A worker verifies the optimiser's knob variants in a session (``VerifySession``): one judge and one
 runner process for variant after variant, as long as each passes every check and its timing, or stops
-as a ``duplicate`` of code the run timed (``runner_reusable``). A variant that fails anything ends both processes, so the next starts in fresh
-ones. The runner keeps the first variant's record of the harness and of the threads running before any
+as a ``duplicate`` of code the run timed (``runner_reusable``). A variant that fails anything ends both
+processes, so the next starts in fresh ones. The runner keeps the first variant's record of the harness and of the threads running before any
 kernel was imported, so what a variant changes or leaves running is seen by every later variant's checks.
 No two kernels of one process see inputs of the same seed: a kernel that kept an earlier kernel's answers
 would find none that fit.
@@ -53,7 +53,8 @@ def _reusable_json(verdict_json: str) -> bool:
 
 class VerifySession:
     """Verifications on ``device`` that share their processes while each kernel passes or is a duplicate
-    (``runner_reusable``, ``verify_kernel(session=...)``); ``close`` ends the processes. Not for several threads at once."""
+    (``runner_reusable``, ``verify_kernel(session=...)``); ``close`` ends the processes. Not for several
+    threads at once."""
 
     def __init__(self, device: str) -> None:
         self.child = ChildSession(VERIFY_CHILD, device, again=_reusable_json)

@@ -34,8 +34,9 @@ With ``VerifyRequest.known_compiled`` (GPU only), the first seed's checked call 
 hashes the compiled code it launches; a code the run has timed ends the job as ``duplicate``.
 
 In a session (``VerifyRequest.session``), a kernel that passed every check and its timing, or stopped as
-a duplicate (``verify.runner_reusable``), leaves the runner alive and this process waiting for the next request, the
-next kernel of the same worker; any other verdict stops the runner and ends the process as before.
+a duplicate (``verify.runner_reusable``), leaves the runner alive and this process waiting for the next
+request, the next kernel of the same worker; any other verdict stops the runner and ends the process as
+before.
 """
 
 from __future__ import annotations
@@ -221,8 +222,8 @@ def verify(req: VerifyRequest, runner: KernelProcess) -> Verdict:
 
 def _release(kernel: _Kernel, checks: Checks) -> None:
     """A session's kernel passed (or stopped as a duplicate): its runner frees the kernel's memory for the
-    wait until the next one. What
-    it left running or changed after its last call fails it here, as its calls' evidence would have."""
+    wait until the next one. What it left running or changed after its last call fails it here, as its
+    calls' evidence would have."""
     reply, _ = kernel.request(ReleaseRequest())
     assert isinstance(reply, ReleaseReply)  # read_reply's type for a release
     _check_evidence(reply, checks, "after its last call, once the judge was done with it")
@@ -404,14 +405,20 @@ def _verify(req: VerifyRequest, checks: Checks, kernel: _Kernel,
 def _known_code(kernel: _Kernel, values: dict[str, Any], req: VerifyRequest, checks: Checks) -> None:
     """Hash the code the first seed's call launched (one more call on its inputs); code a kernel of the run
     was timed on ends the job: a duplicate is never ranked, so checking and timing it again buys nothing."""
-    reply, _ = kernel.call(None, values, "hashing its compiled code", op="hash")
-    assert isinstance(reply, HashReply)  # read_reply's type for a hash
-    _check_evidence(reply, checks, "the call that hashes the compiled code", reply.threads_started)
-    checks.compiled_hash = reply.compiled_hash
-    checks.steps.end("hashed")
-    first = req.known_compiled.get(reply.compiled_hash or "")
+    _hash_code(kernel, None, values, checks)
+    first = req.known_compiled.get(checks.compiled_hash or "")
     if first is not None:
         raise Failed("duplicate", f"same compiled code as {first}, already timed: not checked further nor timed")
+
+
+def _hash_code(kernel: _Kernel, inputs: list[Any] | None, values: dict[str, Any], checks: Checks) -> None:
+    """One more call, on ``inputs`` (None: the last call's tensors), hashing the compiled code it launches
+    into ``checks.compiled_hash``; what the call leaves running or changes fails ``checks``."""
+    reply, _ = kernel.call(inputs, values, "hashing its compiled code", op="hash")
+    assert isinstance(reply, HashReply)  # read_reply's type for a hash
+    checks.compiled_hash = reply.compiled_hash
+    _check_evidence(reply, checks, "the call that hashes the compiled code", reply.threads_started)
+    checks.steps.end("hashed")
 
 
 def time_after_checks(req: VerifyRequest, kernel: _Kernel, module: Any, pool: _SharedPool, sandbox: str) -> TimingResult:
@@ -424,7 +431,6 @@ def time_after_checks(req: VerifyRequest, kernel: _Kernel, module: Any, pool: _S
     checks = Checks()  # the timing's own: its failures fail the timing, not the verdict
     timing: Timing | None = None
     waited_s = 0.0
-    compiled_hash = None
     common: dict[str, Any] = dict(target=req.kernel_path, sandbox=sandbox)
     try:
         with pool:
@@ -436,11 +442,7 @@ def time_after_checks(req: VerifyRequest, kernel: _Kernel, module: Any, pool: _S
         values = model_values(instance.model)
         checks.steps.end("inputs")
         if spec.device.startswith("cuda"):
-            reply, _ = kernel.call(instance.inputs, values, "hashing its compiled code", op="hash")
-            assert isinstance(reply, HashReply)  # read_reply's type for a hash
-            compiled_hash = reply.compiled_hash
-            _check_evidence(reply, checks, "the call that hashes the compiled code", reply.threads_started)
-            checks.steps.end("hashed")
+            _hash_code(kernel, instance.inputs, values, checks)
         budget = dict(warmup_ms=knobs.warmup_ms, rep_ms=knobs.rep_ms, min_reps=knobs.min_reps, max_reps=knobs.max_reps)
         inputs = None if spec.device.startswith("cuda") else instance.inputs  # on a GPU, handed over to hash
         with contextlib.nullcontext(0.0) if req.exclusive else gpu_lock(spec.device, knobs.lock_dir) as waited:
@@ -470,13 +472,13 @@ def time_after_checks(req: VerifyRequest, kernel: _Kernel, module: Any, pool: _S
         status = f.status if f.status in ("crashed", "timeout") else "failed"
         return TimingResult(status=status, reason=f.reason[:900], timing=timing, lock_wait_s=waited_s,
                             duration_s=time.perf_counter() - start, traceback=f.tb, checks=checks.results,
-                            compiled_hash=compiled_hash, steps_s=checks.steps.ended, **common)  # fmt: skip
+                            compiled_hash=checks.compiled_hash, steps_s=checks.steps.ended, **common)  # fmt: skip
     except Exception as e:  # the harness's own steps (inputs, copies, references) failed, e.g. out of memory
         return TimingResult(status="failed", reason=f"{type(e).__name__}: {e}".splitlines()[0][:500], timing=timing,
                             lock_wait_s=waited_s, duration_s=time.perf_counter() - start,
                             traceback=traceback.format_exc(), checks=checks.results, steps_s=checks.steps.ended, **common)  # fmt: skip
     return TimingResult(status="ok", timing=timing, lock_wait_s=waited_s, duration_s=time.perf_counter() - start,
-                        checks=checks.results, compiled_hash=compiled_hash, steps_s=checks.steps.ended, **common)  # fmt: skip
+                        checks=checks.results, compiled_hash=checks.compiled_hash, steps_s=checks.steps.ended, **common)  # fmt: skip
 
 
 def _seeds(notes: list[dict[str, Any]]) -> list[int]:
