@@ -80,3 +80,9 @@ def _describe(source: str, forward: list[str], values: dict[str, Any], model: An
     name = value.group(1)
     tensor = getattr(module, name, None)
     return name if tensor is not None and values.get(name) is tensor else None
+
+
+def input_values(inputs: list[Any]) -> dict[str, Any]:
+    """The forward inputs that are plain numbers (``A * s`` with ``s = 3.14``), by position: Dynamo bakes
+    such a value into the kernels (no graph argument takes it), so the seed checks it is the recorded one."""
+    return {str(i): v for i, v in enumerate(inputs) if type(v) in (int, float, bool)}

@@ -47,7 +47,7 @@ def main() -> None:
 
     from beamsearch.problems import resolve_problem
     from beamsearch.schema import RunSpec
-    from scripts.inductor_graph_args import observed_graph_args
+    from scripts.inductor_graph_args import input_values, observed_graph_args
     from workers.harness.problem_instance import instantiate, load_problem_module
 
     problem = resolve_problem(args.problem)
@@ -55,6 +55,12 @@ def main() -> None:
     module = load_problem_module(spec)
     instance = instantiate(module, spec, 0)
     inductor_config.max_autotune_gemm_backends = "TRITON"
+    # Its decompose-K choice runs the split products as an extern bmm, which no seed can hold (Triton's
+    # matmul templates stay, as where cuBLAS would win).
+    inductor_config.triton.num_decompose_k_splits = 0
+    # Inductor's persistent TMA matmul template joins its choices (off by default; used only where the GPU
+    # has TMA): the autotuner still keeps whichever Triton template is fastest.
+    inductor_config.triton.enable_persistent_tma_matmul = True
     compiled = torch.compile(instance.model, mode="max-autotune-no-cudagraphs")
     start = time.perf_counter()
     # no_grad: the inference graph, as the verifier and timing call the model (a training graph would
@@ -85,7 +91,8 @@ def main() -> None:
     chosen = chosen_configs()
     (dest / "chosen_configs.json").write_text(json.dumps(chosen, indent=1))
     shapes = [list(t.shape) for t in instance.inputs if isinstance(t, torch.Tensor)]
-    meta = {"problem": problem.name, "dtype": args.dtype, "input_shapes": shapes, "compile_s": round(compile_s, 2),
+    meta = {"problem": problem.name, "dtype": args.dtype, "input_shapes": shapes,
+            "input_values": input_values(instance.inputs), "compile_s": round(compile_s, 2),
             "device": torch.cuda.get_device_name(), "torch": torch.__version__,
             "triton": __import__("triton").__version__, "gemm_backends": inductor_config.max_autotune_gemm_backends,
             "kernels_with_best_config": len(best),

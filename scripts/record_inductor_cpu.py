@@ -22,6 +22,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -33,9 +34,9 @@ class _Captured(Exception):
 
 def generate(
     problem: str, dtype: str, max_autotune: bool = False
-) -> tuple[str, list[list[int]], list[int | str | None]]:
-    """Inductor's wrapper for ``problem`` at small shapes on the CPU, the problem's input shapes, and what
-    each of the graph's arguments is (scripts/inductor_graph_args.py)."""
+) -> tuple[str, list[list[int]], list[int | str | None], dict[str, Any]]:
+    """Inductor's wrapper for ``problem`` at small shapes on the CPU, the problem's input shapes, what
+    each of the graph's arguments is, and the inputs that are plain numbers (scripts/inductor_graph_args.py)."""
     import itertools
     import os
     import tempfile
@@ -49,7 +50,7 @@ def generate(
 
     from beamsearch.problems import resolve_problem
     from beamsearch.schema import RunSpec
-    from scripts.inductor_graph_args import observed_graph_args
+    from scripts.inductor_graph_args import input_values, observed_graph_args
     from workers.harness.problem_instance import instantiate, load_problem_module
 
     inductor_config.cpu_backend = "triton"
@@ -90,7 +91,7 @@ def generate(
         if not captured:
             raise
     shapes = [list(t.shape) for t in instance.inputs if isinstance(t, torch.Tensor)]
-    return captured[0], shapes, graphs[0]
+    return captured[0], shapes, graphs[0], input_values(instance.inputs)
 
 
 def main() -> None:
@@ -106,12 +107,12 @@ def main() -> None:
 
     from beamsearch.problems import resolve_problem
 
-    code, shapes, graph_args = generate(args.problem, args.dtype, args.max_autotune)
+    code, shapes, graph_args, values = generate(args.problem, args.dtype, args.max_autotune)
     dest = args.out / resolve_problem(args.problem).name
     dest.mkdir(parents=True, exist_ok=True)
     (dest / "output_code.py").write_text(code)
     (dest / "graph_args.json").write_text(json.dumps(graph_args) + "\n")
-    meta = {"problem": dest.name, "dtype": args.dtype, "input_shapes": shapes, "shapes": "small",
+    meta = {"problem": dest.name, "dtype": args.dtype, "input_shapes": shapes, "input_values": values, "shapes": "small",
             "device": "cpu (code only)", "torch": torch.__version__, "max_autotune": args.max_autotune}  # fmt: skip
     (dest / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
     print(json.dumps(meta))

@@ -28,6 +28,7 @@ from workers.proposers.knob_space import render, space_of
 DATA = Path(__file__).parent / "data"
 RECORDED = sorted(p for p in (DATA / "inductor").iterdir() if p.is_dir())
 SMALL = DATA / "inductor_small"
+MORE = DATA / "inductor_more"  # KernelBench problems outside the bundled set, recorded on an H100
 GROUP_NORM_ARGS: list[int | str] = ["weight", "bias", 0]  # its graph takes weight, bias, then x
 
 
@@ -110,6 +111,9 @@ def test_a_kernel_without_a_config_makes_the_seed_unavailable() -> None:
         ("extern_kernels.mm(arg0_1, arg0_1, out=buf0)", "extern_kernels.mm"),
         ("buf0 = aten.gelu.default(arg0_1)", "aten.gelu.default"),
         ("torch.ops.aten.copy_(buf0, arg0_1)", "torch.ops.aten.copy_"),
+        # an attention call returns a tuple, read by a statement the seed cannot hold: the call is the reason
+        ("buf9 = torch.ops.aten._scaled_dot_product_flash_attention.default(arg0_1)\n            buf8 = buf9[0]",
+         "torch.ops.aten._scaled_dot_product_flash_attention.default"),
     ],
 )
 def test_extern_or_aten_calls_make_the_seed_unavailable(statement: str, named: str) -> None:
@@ -237,10 +241,58 @@ def _verify(name: str, source: str, folder: Path, dtype: str = "bf16") -> None:
             {"XBLOCK": 1, "R0_BLOCK": 1024},
         ),  # a scan: tl.associative_scan with the kernel module's own combine function
         ("transpose_scale_problem", 16),  # a tiled pointwise kernel on a 2-D grid; weight by keyword
+        ("number_input_problem", 64),  # a number before the tensor, baked into the kernel by Dynamo
     ],
 )
 def test_small_seed_passes_verification(name: str, block: int | dict[str, int], tmp_path: Path) -> None:
     _verify(name, _small_seed(name, block, tmp_path), tmp_path)
+
+
+def test_a_baked_number_is_taken_where_the_problem_passes_it_and_checked(tmp_path: Path) -> None:
+    """No graph argument takes the number (Dynamo wrote 2.5 into the kernel): kernel_function still takes it
+    first, as the problem passes it, and refuses another value rather than compute with the recorded one."""
+    source = _small_seed("number_input_problem", 64, tmp_path)
+    assert "def kernel_function(input0, input1):" in source
+    path = tmp_path / "number_seed.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("number_seed", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    a = torch.rand(24, 20, dtype=torch.bfloat16)
+    for other in (3.0, 2):  # another value; the same value as an int
+        with pytest.raises(ValueError, match=r"compiled for input0 = 2\.5; got"):
+            module.kernel_function(other, a)
+
+
+def test_a_recorded_number_input_is_a_parameter_checked_against_its_value() -> None:
+    """KernelBench's matrix-scalar product on an H100: the seed takes ``A, s`` as the problem passes them."""
+    source = seed_from_recording(MORE / "5_Matrix_scalar_multiplication").source
+    assert "def kernel_function(input0, input1):" in source
+    assert "_VALUES = {'input1': 3.14}" in source and "    _check_values(input1=input1)" in source
+
+
+def test_a_large_k_matmul_records_a_template_not_decompose_k() -> None:
+    result = seed_from_recording(MORE / "6_Matmul_with_large_K_dimension_")
+    assert result.available, result.unavailable
+    assert result.kernels == ["triton_tem_fused_mm_0"]
+
+
+def test_a_persistent_tma_template_gets_its_tiles_as_knobs_and_a_scratch_allocator() -> None:
+    """One program per SM (132 on an H100), each looping over tiles NUM_SMS apart: the tiles become knobs
+    and the grid the smaller of the SMs and the tiles; its TMA descriptors need Triton's allocator set."""
+    result = seed_from_recording(MORE / "1_Square_matrix_multiplication_")
+    assert result.available, result.unavailable
+    assert result.configs["triton_tem_fused_mm_0"] == {
+        "BLOCK_M": 256, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "num_stages": 4, "num_warps": 8,
+    }  # fmt: skip
+    source = result.source
+    assert "triton.set_allocator(_scratch)" in source
+    assert "lambda meta: (min(132, triton.cdiv(4096, meta['BLOCK_M']) * triton.cdiv(4096, meta['BLOCK_N'])), 1, 1)" in source
+    assert "NUM_SMS : tl.constexpr = 132" in source  # the GPU's SMs: not a knob, not derived from the tiles
+    dims = {d.name: d.start for d in space_of(source).dims}
+    assert {k: dims[f"triton_tem_fused_mm_0:{k}"] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M")} == {
+        "BLOCK_M": 256, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8,
+    }  # fmt: skip
 
 
 def test_recorded_graph_args_name_the_model_values() -> None:
@@ -411,6 +463,34 @@ print(compiles({str(unmasked)!r}, tiles), compiles({str(unmasked)!r}, tiles | {{
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.split() == ["compiled", "compiled", "compiled", "refused"], done.stdout
+
+
+def test_the_persistent_tma_seed_compiles_for_an_h100_at_other_tiles(tmp_path: Path) -> None:
+    """Its TMA descriptors' block shapes follow the tiles: Triton's compiler takes the seed for sm_90 at
+    the recorded tiles and at smaller ones (no GPU needed to compile)."""
+    path = tmp_path / "tma_seed.py"
+    path.write_text(seed_from_recording(MORE / "1_Square_matrix_multiplication_").source)
+    script = f"""
+import importlib.util
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+spec = importlib.util.spec_from_file_location("tma_seed", {str(path)!r})
+seed = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(seed)
+for tiles in ({{"BLOCK_M": 256, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8}},
+              {{"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 4}}):
+    signature = {{"arg_A": "*bf16", "arg_B": "*bf16", "out_ptr0": "*bf16", "ws_ptr": "*u8"}}
+    signature |= {{k: "constexpr" for k in tiles}}
+    compiled = triton.compile(ASTSource(fn=seed.triton_tem_fused_mm_0, signature=signature, constexprs=tiles),
+                              target=GPUTarget("cuda", 90, 32), options={{"num_warps": 8, "num_stages": 3}})
+    print("wgmma" in compiled.asm["ttgir"] or "warp_group_dot" in compiled.asm["ttgir"])
+"""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["TRITON_CACHE_DIR"] = str(tmp_path / "triton-cache")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["True", "True"], done.stdout  # Hopper's warp-group MMA at both
 
 
 @pytest.mark.gpu

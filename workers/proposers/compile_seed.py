@@ -66,7 +66,8 @@ class SeedResult(Record):
 def seed_from_recording(folder: Path, graph_args: list[int | str] | None = None) -> SeedResult:
     """``seed_from_inductor`` on a folder written by scripts/record_inductor.py: ``output_code.py``,
     ``chosen_configs.json`` and/or ``best_configs.json``, ``graph_args.json`` (what each graph argument
-    is, unless ``graph_args`` is given) and ``meta.json`` for the input shapes."""
+    is, unless ``graph_args`` is given) and ``meta.json`` for the input shapes and the inputs that are
+    plain numbers."""
     code = folder / "output_code.py"
     if not code.is_file():
         return SeedResult(unavailable=f"no Inductor output code at {code}")
@@ -80,10 +81,12 @@ def seed_from_recording(folder: Path, graph_args: list[int | str] | None = None)
                                           f"the verifier binds (recorded: {recorded})")  # fmt: skip
         graph_args = recorded
     configs = {name: _read_json(folder / f"{name}.json") for name in ("chosen_configs", "best_configs")}
-    shapes = (_read_json(folder / "meta.json") or {}).get("input_shapes")
+    meta = _read_json(folder / "meta.json") or {}
+    shapes, values = meta.get("input_shapes"), meta.get("input_values")
     return seed_from_inductor(code.read_text(), chosen_configs=configs["chosen_configs"],
                               best_configs=configs["best_configs"], graph_args=graph_args,
-                              input_shapes=shapes if isinstance(shapes, list) else None)  # fmt: skip
+                              input_shapes=shapes if isinstance(shapes, list) else None,
+                              input_values={int(i): v for i, v in values.items()} if isinstance(values, dict) else None)  # fmt: skip
 
 
 def seed_from_inductor(
@@ -93,6 +96,7 @@ def seed_from_inductor(
     best_configs: dict[str, Any] | None = None,
     graph_args: list[int | str] | None = None,
     input_shapes: list[list[int]] | None = None,
+    input_values: dict[int, int | float | bool] | None = None,
 ) -> SeedResult:
     """Inductor's kernels of ``output_code`` as a standalone module with their chosen configs.
 
@@ -103,11 +107,14 @@ def seed_from_inductor(
     a model value (``"weight"``) the verifier binds by keyword. Without it, ``input_shapes`` (the
     problem's forward inputs' shapes, in order) picks the arguments that are inputs, by their recorded
     shapes; a graph with arguments left over (model parameters) is then unavailable, naming them. With
-    neither, every argument is the forward input of the same position. Never raises for bad input: the
+    neither, every argument is the forward input of the same position. ``input_values``: forward inputs
+    that are plain numbers, by position; Dynamo bakes them into the kernels, so ``kernel_function`` takes
+    them where the problem passes them and refuses any other value. Never raises for bad input: the
     result says what is wrong.
     """
     try:
-        return _build(output_code, chosen_configs or {}, best_configs or {}, graph_args, input_shapes)
+        return _build(output_code, chosen_configs or {}, best_configs or {}, graph_args, input_shapes,
+                      input_values or {})  # fmt: skip
     except InductorCodeError as e:
         return SeedResult(unavailable=str(e))
 
@@ -118,6 +125,7 @@ def _build(
     best_configs: dict[str, Any],
     graph_args: list[int | str] | None,
     input_shapes: list[list[int]] | None,
+    input_values: dict[int, int | float | bool],
 ) -> SeedResult:
     """The seed, checked in order of what matters most to the reader: PyTorch compute, kernels this
     module cannot launch, missing configs, then the arguments."""
@@ -140,14 +148,14 @@ def _build(
     configs = {name: configs[name] for name in launched}
     if graph_args is None and input_shapes is not None:
         graph_args = _inputs_by_shape(module, input_shapes)
-    signature, renames = _signature(module.call.args, graph_args)
+    signature, renames, baked = _signature(module.call.args, graph_args, input_values)
     launches |= {name: _launch_source(module.kernels[name], axes[name], configs[name]) for name in axes}
     outputs = module.call.outputs
     if module.training_forward and len(outputs) > 1:
         notes.append(f"a training forward graph: kernel_function returns its first of {len(outputs)} outputs "
                      "(the rest are saved for the backward); record under torch.no_grad() to avoid them")  # fmt: skip
         outputs = outputs[:1]
-    source = _render(module, signature, renames, launches, outputs)
+    source = _render(module, signature, renames, launches, outputs, baked)
     shapes = [list(c.size) for c in module.call.checks]
     return SeedResult(source=source, kernels=launched, configs=configs, input_shapes=shapes, notes=notes)
 
@@ -223,20 +231,24 @@ def _inputs_by_shape(module: InductorModule, input_shapes: list[list[int]]) -> l
     return graph_args
 
 
-def _signature(args: list[str], graph_args: list[int | str] | None) -> tuple[list[str], dict[str, str]]:
-    """kernel_function's parameters (forward inputs first, then model values) and graph name <- parameter."""
+def _signature(
+    args: list[str], graph_args: list[int | str] | None, input_values: dict[int, int | float | bool]
+) -> tuple[list[str], dict[str, str], dict[str, int | float | bool]]:
+    """kernel_function's parameters (forward inputs first, then model values), graph name <- parameter,
+    and the parameters whose value Dynamo baked into the kernels (a number no graph argument takes)."""
     graph_args = list(range(len(args))) if graph_args is None else graph_args
     if len(graph_args) != len(args):
         raise InductorCodeError(f"the compiled graph takes {len(args)} arguments ({', '.join(args)}), "
                                 f"graph_args describes {len(graph_args)}")  # fmt: skip
     inputs = sorted((g, a) for g, a in zip(graph_args, args, strict=True) if isinstance(g, int))
-    if [g for g, _ in inputs] != list(range(len(inputs))):
-        raise InductorCodeError(
-            f"graph_args must number the forward inputs 0..n-1 once each, got {graph_args}"
-        )
+    baked = {i: v for i, v in input_values.items() if i not in {g for g, _ in inputs}}
+    if sorted([g for g, _ in inputs] + list(baked)) != list(range(len(inputs) + len(baked))):
+        raise InductorCodeError(f"graph_args must number the forward inputs 0..n-1 once each, with the inputs "
+                                f"that are numbers ({sorted(input_values)}), got {graph_args}")  # fmt: skip
     values = [(g, a) for g, a in zip(graph_args, args, strict=True) if isinstance(g, str)]
     renames = {a: f"input{g}" for g, a in inputs} | {a: g for g, a in values}
-    return [renames[a] for _, a in inputs] + [g for g, _ in values], renames
+    forward = [f"input{i}" for i in range(len(inputs) + len(baked))]
+    return forward + [g for g, _ in values], renames, {f"input{i}": v for i, v in sorted(baked.items())}
 
 
 def _template_grid(module: InductorModule, name: str) -> tuple[int, int, int]:
@@ -256,16 +268,20 @@ def _template_grid(module: InductorModule, name: str) -> tuple[int, int, int]:
 
 def _template(kernel: TritonKernel, grid: tuple[int, int, int]) -> tuple[TritonKernel, str, dict[str, int]]:
     """A template kernel, its grid's source and its config. Where the grid is the matmul's, its tiles
-    become constexpr parameters (launch knobs, the grid following them); otherwise the kernel keeps its
-    fixed grid and tiles, and only num_warps and num_stages are knobs."""
+    become constexpr parameters (launch knobs, the grid following them): one program per tile, or for a
+    persistent template (programs = SMs, each looping over tiles ``NUM_SMS`` apart) the smaller of the
+    two. Otherwise the kernel keeps its fixed grid and tiles, and only num_warps and num_stages are knobs."""
     config = dict(kernel.options)
     tiles, sizes = kernel.body_constexprs, kernel.body_ints
     m, n = sizes.get("M"), sizes.get("N")
-    matmul_grid = ({"BLOCK_M", "BLOCK_N"} <= tiles.keys() and m is not None and n is not None
-                   and grid[0] == -(-m // tiles["BLOCK_M"]) * -(-n // tiles["BLOCK_N"]))  # fmt: skip
-    # constexprs Inductor derives from the tiles (a persistent template's NUM_SMS, scaled mm's
-    # MIN_BLOCK_TILE_*) would go stale if the tiles moved
-    derived = [k for k in tiles if k not in TEMPLATE_KNOBS and ("BLOCK" in k or "SMS" in k)]
+    programs = (-(-m // tiles["BLOCK_M"]) * -(-n // tiles["BLOCK_N"])
+                if {"BLOCK_M", "BLOCK_N"} <= tiles.keys() and m is not None and n is not None else None)  # fmt: skip
+    sms = tiles.get("NUM_SMS") if re.search(r"range\([^)\n]*\bNUM_SMS\b", kernel.jit_source) else None
+    matmul_grid = programs is not None and grid[0] == (programs if sms is None else min(sms, programs))
+    # constexprs Inductor derives from the tiles (scaled mm's MIN_BLOCK_TILE_*) would go stale if the tiles
+    # moved; a persistent template's NUM_SMS is the GPU's, whatever the tiles
+    derived = [k for k in tiles if k not in (*TEMPLATE_KNOBS, *(["NUM_SMS"] if sms else []))
+               and ("BLOCK" in k or "SMS" in k)]  # fmt: skip
     source = kernel.jit_source
     lifted = [k for k in TEMPLATE_KNOBS if k in tiles] if matmul_grid and not derived else []
     if "BLOCK_K" in lifted:
@@ -285,8 +301,9 @@ def _template(kernel: TritonKernel, grid: tuple[int, int, int]) -> tuple[TritonK
     source = source.replace(signature.group(0), f"def {kernel.name}({params}):", 1)
     lifted_kernel = dataclasses.replace(kernel, jit_source=source, params=(*kernel.params, *lifted),
                                         constexprs=(*kernel.constexprs, *lifted))  # fmt: skip
-    grid_source = (f"lambda meta: (triton.cdiv({m}, meta['BLOCK_M']) * triton.cdiv({n}, meta['BLOCK_N']), "
-                   f"{grid[1]}, {grid[2]})")  # fmt: skip
+    tile_count = f"triton.cdiv({m}, meta['BLOCK_M']) * triton.cdiv({n}, meta['BLOCK_N'])"
+    first = tile_count if sms is None else f"min({sms}, {tile_count})"
+    grid_source = f"lambda meta: ({first}, {grid[1]}, {grid[2]})"
     return lifted_kernel, grid_source, {k: tiles[k] for k in lifted} | config
 
 
@@ -359,7 +376,8 @@ def _block_of(kernel: TritonKernel, axis: str) -> str:
 
 
 def _render(module: InductorModule, signature: list[str], renames: dict[str, str],
-            launches: dict[str, tuple[str, list[str]]], outputs: list[str]) -> str:  # fmt: skip
+            launches: dict[str, tuple[str, list[str]]], outputs: list[str],
+            baked: dict[str, int | float | bool]) -> str:  # fmt: skip
     kernels = [module.kernels[name] for name in launches]
     helpers = set().union(*(k.helpers for k in kernels))
     lines = [
@@ -377,6 +395,8 @@ def _render(module: InductorModule, signature: list[str], renames: dict[str, str
     ]
     if "libdevice" in helpers:
         lines += ["", _LIBDEVICE_SOURCE]
+    if any("make_tensor_descriptor" in k.jit_source for k in kernels):
+        lines += ["", "", _SCRATCH_SOURCE]
     if "tl_math" in helpers:
         lines.append("from triton.language import math as tl_math")
     if "triton_helpers" in helpers:  # Inductor's @triton.jit device functions; not its launch runtime
@@ -387,11 +407,16 @@ def _render(module: InductorModule, signature: list[str], renames: dict[str, str
         lines += ["", "", kernel.jit_source]
     checks = [(renames.get(c.name, c.name), c) for c in module.call.checks]
     lines += ["", "", f"_SHAPES = {{{', '.join(f'{n!r}: ({c.size!r}, {c.stride!r})' for n, c in checks)}}}"]
+    if baked:
+        lines += ["", "", f"_VALUES = {baked!r}", "", "", _CHECK_VALUES_SOURCE]
     lines += ["", "", _CHECK_SOURCE, "", "", _GRID_SOURCE, "", ""]
     lines.append(f"def kernel_function({', '.join(signature)}):")
     lines.append(f"    _check_shapes({', '.join(f'{n}={n}' for n, _ in checks)})")
+    if baked:
+        lines.append(f"    _check_values({', '.join(f'{n}={n}' for n in baked)})")
     lines += [f"    {graph} = {param}" for graph, param in renames.items() if graph != param]
-    lines.append(f"    device = {signature[0]}.device" if signature else "    device = None")
+    tensors = [n for n in signature if n not in baked]
+    lines.append(f"    device = {tensors[0]}.device" if tensors else "    device = None")
     for step in module.call.steps:
         if isinstance(step, Alloc):
             lines.append(f"    {step.name} = torch.empty_strided({step.size}, {step.stride}, dtype={step.dtype}, "
@@ -437,6 +462,21 @@ _CHECK_SOURCE = """def _check_shapes(**tensors):
                 f"this seed holds Inductor's kernels compiled for {name} of shape {size}, strides {stride}; "
                 f"got shape {tuple(t.shape)}, strides {tuple(t.stride())}"
             )"""
+
+
+# Device-side TMA descriptors (``tl.make_tensor_descriptor``) take scratch memory from Triton's allocator at
+# launch; Inductor's runtime sets one, and the seed has none of that runtime.
+_SCRATCH_SOURCE = """def _scratch(size, alignment, stream):
+    return torch.empty(size, dtype=torch.int8, device="cuda")
+
+
+triton.set_allocator(_scratch)"""
+
+
+_CHECK_VALUES_SOURCE = """def _check_values(**values):
+    for name, value in values.items():
+        if type(value) is not type(_VALUES[name]) or value != _VALUES[name]:
+            raise ValueError(f"this seed holds Inductor's kernels compiled for {name} = {_VALUES[name]!r}; got {value!r}")"""
 
 
 # Triton's interpreter runs tl.math's functions but not libdevice's extern calls (they return None there);

@@ -260,8 +260,16 @@ def _find_call(tree: ast.Module) -> ast.FunctionDef:
 
 def _plan_call(fn: ast.FunctionDef, kernels: dict[str, TritonKernel]) -> CallPlan:
     plan = CallPlan()
+    unread: InductorCodeError | None = None
     for stmt in _flatten(fn.body):
-        _plan_statement(stmt, plan, kernels)
+        try:
+            _plan_statement(stmt, plan, kernels)
+        except InductorCodeError as e:  # kept until the end: an extern call anywhere is the better reason
+            unread = unread or e
+    if plan.foreign:  # the reason reported first; a statement after one may read its result (buf1 = buf0[0])
+        return plan
+    if unread is not None:
+        raise unread
     if not plan.outputs:
         raise InductorCodeError("call(args) returns nothing")
     return plan
