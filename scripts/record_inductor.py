@@ -56,11 +56,13 @@ def main() -> None:
     instance = instantiate(module, spec, 0)
     inductor_config.max_autotune_gemm_backends = "TRITON"
     # Its decompose-K choice runs the split products as an extern bmm, which no seed can hold (Triton's
-    # matmul templates stay, as where cuBLAS would win).
-    inductor_config.triton.num_decompose_k_splits = 0
+    # matmul templates stay, as where cuBLAS would win). Older torch has neither option: then no change.
+    if hasattr(inductor_config.triton, "num_decompose_k_splits"):
+        inductor_config.triton.num_decompose_k_splits = 0
     # Inductor's persistent TMA matmul template joins its choices (off by default; used only where the GPU
     # has TMA): the autotuner still keeps whichever Triton template is fastest.
-    inductor_config.triton.enable_persistent_tma_matmul = True
+    if hasattr(inductor_config.triton, "enable_persistent_tma_matmul"):
+        inductor_config.triton.enable_persistent_tma_matmul = True
     compiled = torch.compile(instance.model, mode="max-autotune-no-cudagraphs")
     start = time.perf_counter()
     # no_grad: the inference graph, as the verifier and timing call the model (a training graph would
