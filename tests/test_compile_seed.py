@@ -429,6 +429,19 @@ def test_an_addmm_template_takes_the_bias_and_relu_and_the_model_values(tmp_path
     _verify("linear_relu_problem", moved, tmp_path, dtype="fp32")
 
 
+def test_a_convolution_template_is_a_seed_whose_tiles_are_knobs(tmp_path: Path) -> None:
+    """Inductor's convolution template (its grid: output pixels by BLOCK_M, output channels by BLOCK_N) gets
+    its tiles as knobs, the grid following them; masked along every axis, it verifies at moved tiles."""
+    source = _small_seed("conv2d_problem", 16, tmp_path)
+    name = "triton_tem_fused_convolution_2"
+    assert f"{name}[lambda meta: (triton.cdiv(512, meta['BLOCK_M']), triton.cdiv(32, meta['BLOCK_N']), 1)]" in source
+    space = space_of(source)
+    assert {f"{name}:{k}" for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K")} <= {d.name for d in space.dims}
+    _verify("conv2d_problem", source, tmp_path, dtype="fp32")
+    moved = render(source, space, {f"{name}:BLOCK_M": 128, f"{name}:BLOCK_N": 16, f"{name}:BLOCK_K": 32})
+    _verify("conv2d_problem", moved, tmp_path, dtype="fp32")
+
+
 def test_the_template_seed_compiles_for_an_h100(tmp_path: Path) -> None:
     """Triton's own compiler (no GPU needed to compile) takes the rewritten templates for sm_90: the
     masked one at two points, the unmasked one at a BLOCK_K that divides K, and refuses the unmasked one

@@ -270,9 +270,13 @@ def _template(kernel: TritonKernel, grid: tuple[int, int, int]) -> tuple[TritonK
     """A template kernel, its grid's source and its config. Where the grid is the matmul's, its tiles
     become constexpr parameters (launch knobs, the grid following them): one program per tile, or for a
     persistent template (programs = SMs, each looping over tiles ``NUM_SMS`` apart) the smaller of the
-    two. Otherwise the kernel keeps its fixed grid and tiles, and only num_warps and num_stages are knobs."""
+    two. A convolution template's grid (output pixels by BLOCK_M, output channels by BLOCK_N) likewise.
+    Otherwise the kernel keeps its fixed grid and tiles, and only num_warps and num_stages are knobs."""
     config = dict(kernel.options)
     tiles, sizes = kernel.body_constexprs, kernel.body_ints
+    conv = _conv_grid(tiles, sizes, grid)
+    if conv is not None:  # masked along every axis (pixels, output and input channels): any tile is safe
+        return _lift(kernel, [k for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K") if k in tiles], conv, config, repr(grid))
     m, n = sizes.get("M"), sizes.get("N")
     programs = (-(-m // tiles["BLOCK_M"]) * -(-n // tiles["BLOCK_N"])
                 if {"BLOCK_M", "BLOCK_N"} <= tiles.keys() and m is not None and n is not None else None)  # fmt: skip
@@ -282,28 +286,50 @@ def _template(kernel: TritonKernel, grid: tuple[int, int, int]) -> tuple[TritonK
     # moved; a persistent template's NUM_SMS is the GPU's, whatever the tiles
     derived = [k for k in tiles if k not in (*TEMPLATE_KNOBS, *(["NUM_SMS"] if sms else []))
                and ("BLOCK" in k or "SMS" in k)]  # fmt: skip
-    source = kernel.jit_source
     lifted = [k for k in TEMPLATE_KNOBS if k in tiles] if matmul_grid and not derived else []
     if "BLOCK_K" in lifted:
-        source, even_k = _even_k_follows_block_k(source, sizes.get("K"))
+        source, even_k = _even_k_follows_block_k(kernel.jit_source, sizes.get("K"))
+        kernel = dataclasses.replace(kernel, jit_source=source)
         if not even_k:
             lifted.remove("BLOCK_K")
+    tile_count = f"triton.cdiv({m}, meta['BLOCK_M']) * triton.cdiv({n}, meta['BLOCK_N'])"
+    first = tile_count if sms is None else f"min({sms}, {tile_count})"
+    return _lift(kernel, lifted, f"lambda meta: ({first}, {grid[1]}, {grid[2]})", config, repr(grid))
+
+
+def _conv_grid(tiles: dict[str, Any], sizes: dict[str, int], grid: tuple[int, int, int]) -> str | None:
+    """The grid source of Inductor's convolution template (2-D or 3-D) following its tiles, when the
+    recorded grid is ``cdiv(BATCH * [OUT_D *] OUT_H * OUT_W, BLOCK_M)`` by ``cdiv(OUT_C, BLOCK_N)``."""
+    names = ("BATCH", "OUT_C", "OUT_H", "OUT_W")
+    if not ({"BLOCK_M", "BLOCK_N", "KERNEL_H", "KERNEL_W"} <= tiles.keys() and all(k in sizes for k in names)):
+        return None
+    pixels = sizes["BATCH"] * sizes.get("OUT_D", 1) * sizes["OUT_H"] * sizes["OUT_W"]
+    if grid[:2] != (-(-pixels // tiles["BLOCK_M"]), -(-sizes["OUT_C"] // tiles["BLOCK_N"])):
+        return None
+    return (f"lambda meta: (triton.cdiv({pixels}, meta['BLOCK_M']), triton.cdiv({sizes['OUT_C']}, meta['BLOCK_N']), "
+            f"{grid[2]})")  # fmt: skip
+
+
+def _lift(kernel: TritonKernel, lifted: list[str], grid_source: str, config: dict[str, int],
+          recorded: str) -> tuple[TritonKernel, str, dict[str, int]]:  # fmt: skip
+    """``kernel`` with the ``lifted`` tile constexprs of its body made parameters (launch knobs) and
+    launched on ``grid_source``; as it was, on its ``recorded`` grid, when there is nothing to lift or a
+    tile is not written once as a literal."""
+    source, tiles = kernel.jit_source, kernel.body_constexprs
     signature = re.search(rf"^def {kernel.name}\((.*)\):$", source, re.MULTILINE)
+    unchanged = kernel, recorded, config
     if not lifted or signature is None:
-        return kernel, repr(grid), config
+        return unchanged
     for knob in lifted:
         source, found = re.subn(
             rf"^[ \t]+{knob}\s*:\s*tl\.constexpr\s*=\s*\d+[ \t]*\n", "", source, flags=re.MULTILINE
         )
         if found != 1:
-            return kernel, repr(grid), config
+            return unchanged
     params = signature.group(1) + "".join(f", {k} : tl.constexpr" for k in lifted)
     source = source.replace(signature.group(0), f"def {kernel.name}({params}):", 1)
     lifted_kernel = dataclasses.replace(kernel, jit_source=source, params=(*kernel.params, *lifted),
                                         constexprs=(*kernel.constexprs, *lifted))  # fmt: skip
-    tile_count = f"triton.cdiv({m}, meta['BLOCK_M']) * triton.cdiv({n}, meta['BLOCK_N'])"
-    first = tile_count if sms is None else f"min({sms}, {tile_count})"
-    grid_source = f"lambda meta: ({first}, {grid[1]}, {grid[2]})"
     return lifted_kernel, grid_source, {k: tiles[k] for k in lifted} | config
 
 
