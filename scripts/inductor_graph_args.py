@@ -73,13 +73,17 @@ def _describe(source: str, forward: list[str], values: dict[str, Any], model: An
     if not (source.startswith("L['self']") and value):
         return None
     module = model
-    for step in MODULE_STEP.findall(source):
+    steps = MODULE_STEP.findall(source)
+    for step in steps:
         module = getattr(module, "_modules", {}).get(step)
         if module is None:
             return None
     name = value.group(1)
     tensor = getattr(module, name, None)
-    return name if tensor is not None and values.get(name) is tensor else None
+    if tensor is None:
+        return None
+    # its short name where binding hands that very tensor, else its qualified one (``pointwise_weight``)
+    return next((n for n in (name, "_".join([*steps, name])) if values.get(n) is tensor), None)
 
 
 def input_values(inputs: list[Any]) -> dict[str, Any]:

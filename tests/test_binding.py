@@ -86,3 +86,28 @@ def test_model_values_from_modules() -> None:
 def test_non_uniform_tuple_stays_a_tuple() -> None:
     values = model_values(torch.nn.Conv2d(1, 1, (3, 5), stride=(1, 2)))
     assert values["kernel_size"] == (3, 5) and values["stride"] == (1, 2)
+
+
+def test_every_parameter_and_buffer_is_a_model_value_by_its_qualified_name() -> None:
+    """Two modules with a weight: the first's is ``weight``, each is also ``<module>_weight``; buffers too."""
+
+    class Model(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.depthwise = torch.nn.Conv2d(4, 4, 3, groups=4, bias=False)
+            self.pointwise = torch.nn.Conv2d(4, 8, 1)
+            self.bn = torch.nn.BatchNorm2d(8)
+
+    model = Model()
+    values = model_values(model)
+    assert values["weight"] is model.depthwise.weight and values["depthwise_weight"] is model.depthwise.weight
+    assert values["pointwise_weight"] is model.pointwise.weight and values["pointwise_bias"] is model.pointwise.bias
+    assert values["bias"] is model.pointwise.bias  # the first module that has one
+    assert values["bn_running_mean"] is model.bn.running_mean
+
+    def kernel_function(x, weight, pointwise_weight, pointwise_bias):
+        return x
+
+    call = bind(kernel_function, [torch.zeros(1)], values)
+    assert call.kwargs["pointwise_weight"] is model.pointwise.weight and call.kwargs["weight"] is model.depthwise.weight
+

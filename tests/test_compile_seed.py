@@ -442,6 +442,17 @@ def test_a_convolution_template_is_a_seed_whose_tiles_are_knobs(tmp_path: Path) 
     _verify("conv2d_problem", moved, tmp_path, dtype="fp32")
 
 
+def test_a_second_layers_weights_are_bound_by_their_qualified_names(tmp_path: Path) -> None:
+    """Two linear layers: the recorder names the second's weight and bias ``fc2_weight`` and ``fc2_bias``
+    (the first layer has ``weight`` and ``bias``), and the seed takes and verifies with all four."""
+    folder = SMALL / "two_linear_problem"
+    assert json.loads((folder / "graph_args.json").read_text()) == ["weight", "bias", 0, "fc2_weight", "fc2_bias"]
+    result = seed_from_recording(folder)
+    assert result.available, result.unavailable
+    assert "def kernel_function(input0, weight, bias, fc2_weight, fc2_bias):" in result.source
+    _verify("two_linear_problem", result.source, tmp_path, dtype="fp32")
+
+
 def test_the_template_seed_compiles_for_an_h100(tmp_path: Path) -> None:
     """Triton's own compiler (no GPU needed to compile) takes the rewritten templates for sm_90: the
     masked one at two points, the unmasked one at a BLOCK_K that divides K, and refuses the unmasked one

@@ -8,7 +8,10 @@ The rules (also in the README), applied to the function's signature in order:
    attributes ``weight, bias, kernel_size, stride, padding, dilation, output_padding, groups, eps`` of the
    model's modules (the model itself first, then submodules in registration order; the first module
    that has one wins; ``None`` counts as absent). A tuple whose elements are all equal becomes that one
-   element (``(2, 2, 2)`` -> ``2``), as KernelAgent's harness does for square kernels.
+   element (``(2, 2, 2)`` -> ``2``), as KernelAgent's harness does for square kernels. Every parameter
+   and buffer is also a model value under its qualified name, dots as underscores (``conv_weight``,
+   ``pointwise_bias``, ``bn_running_mean``): where two modules have a ``weight``, the second's is
+   reachable only so.
 3. A ``**kwargs`` parameter receives every model value not already bound.
 4. A parameter with a default and no model value keeps its default; ``*args`` gets nothing more.
 5. Anything else (a required parameter with no value, a positional-only parameter past the inputs) is a
@@ -63,6 +66,8 @@ def model_values(model: Any) -> dict[str, Any]:
             if value is None or callable(value):  # methods and submodules are not values
                 continue
             found[name] = _squeeze_uniform_tuple(value)
+    for name, tensor in [*model.named_parameters(), *model.named_buffers()]:
+        found.setdefault(name.replace(".", "_"), tensor)
     return found
 
 

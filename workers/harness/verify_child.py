@@ -598,7 +598,8 @@ def _snapshot(inputs: list[Any], values: dict[str, Any]) -> list[tuple[str, torc
     """Copies of every tensor the kernel is given: its inputs and the model values (weight, bias...)."""
     named = [(f"input {k}", t) for k, t in enumerate(inputs)]
     named += [(f"model value '{name}'", t) for name, t in values.items()]
-    return [(label, t, t.clone()) for label, t in named if isinstance(t, torch.Tensor)]
+    tensors = {id(t): (label, t) for label, t in reversed(named) if isinstance(t, torch.Tensor)}  # one copy each
+    return [(label, t, t.clone()) for label, t in reversed(tensors.values())]
 
 
 def _check_unchanged(snapshot: list[tuple[str, torch.Tensor, torch.Tensor]], checks: Checks, where: str) -> None:
