@@ -8,9 +8,9 @@ autotuner launched, and its source), ``graph_args.json`` (what each of the graph
 forward input's index or a model value's name, see inductor_graph_args.py), ``best_configs.json`` (the
 ``.best_config`` files of Inductor's cache, keyed by a hash, kept as a cross-check), and ``meta.json``
 (versions, device, shapes, dtype, compile seconds). The model runs under torch.no_grad(), so Inductor
-compiles the inference graph. Its GEMM backends are limited to Triton: where max-autotune would pick
-cuBLAS (which no seed can hold), the recording keeps Inductor's fastest Triton matmul template instead;
-a GEMM with no Triton template ends the recording with exit 3 and says so. The compiler-seed
+compiles the inference graph. Its GEMM and convolution backends are limited to Triton: where max-autotune
+would pick cuBLAS or cuDNN (which no seed can hold), the recording keeps Inductor's fastest Triton matmul or
+convolution template instead; one with no Triton template ends the recording with exit 3 and says so. The compiler-seed
 extraction (issue 23) is tested on the CPU against such recordings: on the CPU Inductor makes C++, not
 Triton. One problem per process, so one problem's
 compile cache and autotuning never leak into the next one's.
@@ -55,6 +55,10 @@ def main() -> None:
     module = load_problem_module(spec)
     instance = instantiate(module, spec, 0)
     inductor_config.max_autotune_gemm_backends = "TRITON"
+    # Likewise convolutions: where cuDNN would win, the recording keeps Inductor's Triton conv template
+    # (a convolution it has no template for ends the recording as a GEMM without one does).
+    if hasattr(inductor_config, "max_autotune_conv_backends"):
+        inductor_config.max_autotune_conv_backends = "TRITON"
     # Its decompose-K choice runs the split products as an extern bmm, which no seed can hold (Triton's
     # matmul templates stay, as where cuBLAS would win). Older torch has neither option: then no change.
     if hasattr(inductor_config.triton, "num_decompose_k_splits"):
@@ -73,8 +77,8 @@ def main() -> None:
     except Exception as e:  # Inductor wraps its own errors; the name is what tells them apart
         if "NoValidChoicesError" not in f"{type(e).__name__} {e}":
             raise
-        print("Inductor has no Triton template for a GEMM of this problem (max-autotune would call an extern "
-              "library there): no compiler seed", file=sys.stderr)  # fmt: skip
+        print("Inductor has no Triton template for a GEMM or convolution of this problem (max-autotune would "
+              "call an extern library there): no compiler seed", file=sys.stderr)  # fmt: skip
         raise SystemExit(3) from e
     torch.cuda.synchronize()
     compile_s = time.perf_counter() - start

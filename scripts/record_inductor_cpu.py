@@ -55,17 +55,15 @@ def generate(
 
     inductor_config.cpu_backend = "triton"
     if max_autotune:
-        from torch._inductor.select_algorithm import AlgorithmSelectorCache, ExternKernelCaller
+        from torch._inductor.select_algorithm import AlgorithmSelectorCache
 
         inductor_config.max_autotune = True
         inductor_config.max_autotune_gemm_backends = "TRITON"
         inductor_config.benchmark_epilogue_fusion = False  # its benchmark module does not load on the CPU
-        # The first Triton choice benchmarks fastest: nothing can run here to time it. An extern choice
-        # (aten's convolution, which a convolution keeps among Triton-only backends) comes last, as where
-        # Inductor's own template wins on a GPU.
-        order = itertools.count(1)
+        inductor_config.max_autotune_conv_backends = "TRITON"
+        order = itertools.count(1)  # the first choice benchmarks fastest: nothing can run here to time it
         AlgorithmSelectorCache.benchmark_choice = classmethod(
-            lambda cls, choice, *args, **kwargs: 1e9 if isinstance(choice, ExternKernelCaller) else float(next(order))
+            lambda cls, choice, *args, **kwargs: float(next(order))
         )
     torch_triton.triton_backend = lambda: None  # no Triton driver here; the hash only keys Inductor's cache
     torch_triton.triton_hash_with_backend = lambda: "0" * 64
