@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -54,19 +55,7 @@ def main() -> None:
     spec = RunSpec(problem_path=problem.problem_path, shapes="full", device="cuda", dtype=args.dtype)
     module = load_problem_module(spec)
     instance = instantiate(module, spec, 0)
-    inductor_config.max_autotune_gemm_backends = "TRITON"
-    # Likewise convolutions: where cuDNN would win, the recording keeps Inductor's Triton conv template
-    # (a convolution it has no template for ends the recording as a GEMM without one does).
-    if hasattr(inductor_config, "max_autotune_conv_backends"):
-        inductor_config.max_autotune_conv_backends = "TRITON"
-    # Its decompose-K choice runs the split products as an extern bmm, which no seed can hold (Triton's
-    # matmul templates stay, as where cuBLAS would win). Older torch has neither option: then no change.
-    if hasattr(inductor_config.triton, "num_decompose_k_splits"):
-        inductor_config.triton.num_decompose_k_splits = 0
-    # Inductor's persistent TMA matmul template joins its choices (off by default; used only where the GPU
-    # has TMA): the autotuner still keeps whichever Triton template is fastest.
-    if hasattr(inductor_config.triton, "enable_persistent_tma_matmul"):
-        inductor_config.triton.enable_persistent_tma_matmul = True
+    triton_choices_only(inductor_config)
     compiled = torch.compile(instance.model, mode="max-autotune-no-cudagraphs")
     start = time.perf_counter()
     # no_grad: the inference graph, as the verifier and timing call the model (a training graph would
@@ -105,6 +94,21 @@ def main() -> None:
             "kernels": {name: k["config"] for name, k in chosen.items()}}  # fmt: skip
     (dest / "meta.json").write_text(json.dumps(meta, indent=1))
     print(json.dumps(meta))
+
+
+def triton_choices_only(inductor_config: Any) -> None:
+    """Max-autotune's choices limited to what a seed can hold: where it would pick cuBLAS or cuDNN, the
+    recording keeps Inductor's fastest Triton matmul or convolution template (one with no Triton template
+    ends the recording, exit 3). Options older torch lacks are left alone."""
+    inductor_config.max_autotune_gemm_backends = "TRITON"
+    if hasattr(inductor_config, "max_autotune_conv_backends"):
+        inductor_config.max_autotune_conv_backends = "TRITON"
+    # Its decompose-K choice runs the split products as an extern bmm.
+    if hasattr(inductor_config.triton, "num_decompose_k_splits"):
+        inductor_config.triton.num_decompose_k_splits = 0
+    # The persistent TMA matmul template joins the choices (off by default; used only where the GPU has TMA).
+    if hasattr(inductor_config.triton, "enable_persistent_tma_matmul"):
+        inductor_config.triton.enable_persistent_tma_matmul = True
 
 
 def chosen_configs() -> dict[str, dict]:

@@ -51,6 +51,7 @@ def generate(
     from beamsearch.problems import resolve_problem
     from beamsearch.schema import RunSpec
     from scripts.inductor_graph_args import input_values, observed_graph_args
+    from scripts.record_inductor import triton_choices_only
     from workers.harness.problem_instance import instantiate, load_problem_module
 
     inductor_config.cpu_backend = "triton"
@@ -58,9 +59,8 @@ def generate(
         from torch._inductor.select_algorithm import AlgorithmSelectorCache
 
         inductor_config.max_autotune = True
-        inductor_config.max_autotune_gemm_backends = "TRITON"
+        triton_choices_only(inductor_config)  # as scripts/record_inductor.py records on a GPU
         inductor_config.benchmark_epilogue_fusion = False  # its benchmark module does not load on the CPU
-        inductor_config.max_autotune_conv_backends = "TRITON"
         order = itertools.count(1)  # the first choice benchmarks fastest: nothing can run here to time it
         AlgorithmSelectorCache.benchmark_choice = classmethod(
             lambda cls, choice, *args, **kwargs: float(next(order))
