@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from typing import Any
 
 import pytest
 import torch
@@ -22,7 +23,7 @@ from tests.conftest import KERNELS
 from workers.harness import timed_outputs
 from workers.harness.clock import clock_disagreement, measure, timing_checks
 from workers.harness.gpu_lock import device_key, gpu_lock
-from workers.harness.problem_instance import instantiate, load_problem_module
+from workers.harness.problem_instance import instantiate, load_problem_module, reference_copies
 from workers.harness.timed_outputs import (
     NUDGED_FRACTION,
     InputNudger,
@@ -30,8 +31,9 @@ from workers.harness.timed_outputs import (
     KeptOutputs,
     Sampled,
     SampledOutputs,
-    changed_inputs,
     choose_checked,
+    nudge_,
+    replay_,
     sample_positions,
     wrong_timed,
 )
@@ -142,7 +144,22 @@ def test_a_candidate_slower_than_the_screen_is_timed_briefly_in_its_process(scal
     assert ("stopped_early_when_slower", True) in [(c.name, c.passed) for c in timing.checks]
 
 
-def test_inputs_change_between_repetitions_and_only_the_judge_knows_how() -> None:
+def changed_inputs(pristine: list[Any], seeds: list[int]) -> list[Any]:
+    """The inputs a repetition saw, made as the runner makes them: copies changed with each seed in turn."""
+    inputs = [t.clone() if isinstance(t, torch.Tensor) else t for t in pristine]
+    for seed in seeds:
+        nudge_(inputs, seed)
+    return inputs
+
+
+def judges_inputs(pristine: list[Any], seeds: list[int], spec: RunSpec) -> list[Any]:
+    """The same inputs as the judge rebuilds them, in the reference's precision."""
+    copies = reference_copies(pristine, spec)
+    replay_(copies, seeds)
+    return copies
+
+
+def test_inputs_change_between_repetitions_and_only_the_judge_knows_how(scale_spec: RunSpec) -> None:
     x = torch.rand(4096)
     pristine = x.clone()
     seeds: list[int] = []
@@ -155,7 +172,7 @@ def test_inputs_change_between_repetitions_and_only_the_judge_knows_how() -> Non
         assert 0.5 * NUDGED_FRACTION * x.numel() < changed <= NUDGED_FRACTION * x.numel()  # a fraction, not a few
         assert set(x.tolist()) <= set(pristine.tolist())  # the input's own values: its domain is kept
         assert len(seeds) == nudge.count == i + 1
-        assert torch.equal(changed_inputs([pristine, 3], seeds)[0], x)  # what the judge rebuilds
+        assert torch.equal(judges_inputs([pristine, 3], seeds, scale_spec)[0], x)  # what the judge rebuilds
         seen.add(x.numpy().tobytes())
     assert len(seen) == 6  # no two repetitions saw the same input
     # Nothing of a change stays with the nudger, in the kernel's process: no seed, no places, no old values.
@@ -180,14 +197,22 @@ def test_an_earlier_answer_is_wrong_after_a_change_even_for_a_max_pool_or_a_row_
 
 
 @pytest.mark.gpu
-def test_the_judge_rebuilds_a_repetitions_inputs_exactly_on_a_gpu() -> None:
+def test_the_judge_rebuilds_a_repetitions_inputs_exactly_on_a_gpu(scale_spec: RunSpec) -> None:
     x = torch.randn(1 << 22, device="cuda", dtype=torch.bfloat16)
     pristine = x.clone()
     seeds: list[int] = []
     nudge = InputNudger([x], announce=seeds.append)
     for _ in range(3):
         nudge()
-        assert torch.equal(changed_inputs([pristine], seeds)[0], x)  # bit for bit, as the judge needs
+        rebuilt = judges_inputs([pristine], seeds, scale_spec)[0]  # in float32, the reference's precision
+        assert rebuilt.dtype == torch.float32 and torch.equal(rebuilt, x.float())  # bit for bit, as the judge needs
+
+
+def judged(kept: list[Kept], samples: Sampled, checked: list[int], n_reps: int, seeds: list[int],
+           pristine: list[Any], model: torch.nn.Module, spec: RunSpec) -> str | None:  # fmt: skip
+    """The judge's check of a timing whose inputs were ``pristine`` before it began."""
+    return wrong_timed(kept, samples, checked, n_reps, seeds, reference_copies(pristine, spec), lambda: pristine,
+                       model, spec, DEFAULT_TOLERANCES[spec.dtype])  # fmt: skip
 
 
 def _samples(outputs: list[torch.Tensor], changes: list[int]) -> Sampled:
@@ -214,7 +239,7 @@ def test_the_judge_redraws_the_sampled_positions_on_a_gpu() -> None:
 
 def test_the_judge_checks_each_kept_repetition_against_the_inputs_it_saw(scale_spec: RunSpec) -> None:
     instance = instantiate(load_problem_module(scale_spec), scale_spec, 0)
-    pristine, model, tol = instance.inputs, instance.model, DEFAULT_TOLERANCES["bf16"]
+    pristine, model = instance.inputs, instance.model
     seeds = [11, 12, 13, 14]
 
     def answer(changes: int) -> torch.Tensor:  # an honest kernel's output after that many changes
@@ -222,7 +247,7 @@ def test_the_judge_checks_each_kept_repetition_against_the_inputs_it_saw(scale_s
             return model(*changed_inputs(pristine, seeds[:changes])).to(torch.bfloat16)
 
     def wrong(kept: list[Kept], seeds: list[int] = seeds) -> str:
-        return wrong_timed(kept, samples, [], 3, seeds, pristine, model, scale_spec, tol) or ""
+        return judged(kept, samples, [], 3, seeds, pristine, model, scale_spec) or ""
 
     samples = _samples([answer(rep + 1) for rep in range(3)], [1, 2, 3])
     honest = [Kept(rep, rep + 1, [answer(rep + 1)], ["Tensor"]) for rep in range(3)]
@@ -233,6 +258,37 @@ def test_the_judge_checks_each_kept_repetition_against_the_inputs_it_saw(scale_s
     assert "announced" in wrong(honest, seeds[:2])
     not_tensor = [*honest[:2], Kept(2, 3, [None], ["list"])]
     assert "is a list" in wrong(not_tensor)
+
+
+def test_the_judges_copies_are_in_the_references_precision_and_refuse_changes_in_place(scale_spec: RunSpec) -> None:
+    x, index = torch.rand(6, 5, dtype=torch.bfloat16), torch.arange(4)
+    copies = reference_copies([x, index, 2.5], scale_spec)
+    assert copies[0].dtype == torch.float32 and torch.equal(copies[0], x.float())
+    assert torch.equal(copies[1], index) and copies[1].data_ptr() != index.data_ptr() and copies[2] == 2.5
+    assert all(c.is_inference() for c in copies[:2])
+    with pytest.raises(RuntimeError, match="inference tensor"):
+        copies[0].mul_(2)  # the judge then knows its copies changed
+
+
+class DoublesItsInput(torch.nn.Module):
+    """A model that changes its input in place, as a problem's model may."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.mul_(2)
+
+
+def test_a_model_that_changes_its_inputs_in_place_leaves_the_judges_replay_right(scale_spec: RunSpec) -> None:
+    """The judge replays the changes on one set of copies; a model that doubled them in place would make
+    every later repetition's reference wrong, and an honest kernel fail."""
+    pristine = [torch.rand(16, 64, dtype=torch.bfloat16)]
+    seeds = [21, 22, 23]
+    answers = [(changed_inputs(pristine, seeds[: rep + 1])[0].float() * 2).to(torch.bfloat16) for rep in range(3)]
+    kept = [Kept(rep, rep + 1, [answers[rep]], ["Tensor"]) for rep in range(3)]
+    samples = _samples(answers, [1, 2, 3])
+    model = DoublesItsInput()
+    assert judged(kept, samples, [0, 1, 2], 3, seeds, pristine, model, scale_spec) is None
+    stale = [*kept[:2], Kept(2, 3, [answers[1]], ["Tensor"])]  # the answer one change before
+    assert "timed repetition 3 of 3" in (judged(stale, samples, [], 3, seeds, pristine, model, scale_spec) or "")
 
 
 def test_every_timed_repetition_is_sampled_at_places_the_judge_redraws(monkeypatch) -> None:
@@ -267,7 +323,7 @@ def test_samples_catch_a_kernel_that_cheats_on_every_other_repetition_the_one_co
     monkeypatch.setattr(timed_outputs, "SAMPLED_ELEMENTS", 64)  # fewer than the output's 720 elements
     monkeypatch.setattr(timed_outputs, "KEPT_BYTES", 720 * 2)  # room for one copy of it
     instance = instantiate(load_problem_module(scale_spec), scale_spec, 0)
-    pristine, model, tol = instance.inputs, instance.model, DEFAULT_TOLERANCES["bf16"]
+    pristine, model = instance.inputs, instance.model
     seeds = list(range(100, 108))
 
     def answer(changes: int, half: bool = False) -> torch.Tensor:
@@ -281,22 +337,22 @@ def test_samples_catch_a_kernel_that_cheats_on_every_other_repetition_the_one_co
     honest = _samples([answer(rep + 1) for rep in range(8)], list(range(1, 9)))
     cheat = _samples([answer(rep + 1, half=rep % 2 == 1) for rep in range(8)], list(range(1, 9)))
     every = choose_checked(8)
-    assert wrong_timed(copy, honest, every, 8, seeds, pristine, model, scale_spec, tol) is None
-    why = wrong_timed(copy, cheat, every, 8, seeds, pristine, model, scale_spec, tol) or ""
+    assert judged(copy, honest, every, 8, seeds, pristine, model, scale_spec) is None
+    why = judged(copy, cheat, every, 8, seeds, pristine, model, scale_spec) or ""
     assert why.startswith("timed repetition 2 of 8 (sampled after it returned) gave a wrong answer: output 0: ")
     assert "of 64 sampled elements wrong" in why
-    assert wrong_timed(copy, cheat, [0, 2, 4], 8, seeds, pristine, model, scale_spec, tol) is None  # not chosen
+    assert judged(copy, cheat, [0, 2, 4], 8, seeds, pristine, model, scale_spec) is None  # not chosen
     # A sample checked against the wrong inputs fails too: each is compared with what its repetition saw.
     # Every element is sampled here: 64 drawn at random of 720 miss the few places one change moved about
     # once in 60 runs, and the check would pass by chance.
     monkeypatch.setattr(timed_outputs, "SAMPLED_ELEMENTS", 720)
     shifted = _samples([answer(rep + 1) for rep in range(8)], [1, *range(1, 8)])  # each after one change fewer
-    assert wrong_timed(copy, shifted, [3], 8, seeds, pristine, model, scale_spec, tol).startswith(
+    assert judged(copy, shifted, [3], 8, seeds, pristine, model, scale_spec).startswith(
         "timed repetition 4 of 8 (sampled after it returned)")
     # A repetition that returned something else than the first did fails, whether chosen or not.
     odd = _samples([answer(1), answer(2)[:, :4], answer(3)], [1, 2, 3])
     assert "timed repetition 2 of 3 returned torch.bfloat16[20, 4]" in (
-        wrong_timed(copy, odd, [0], 3, seeds, pristine, model, scale_spec, tol) or "")
+        judged(copy, odd, [0], 3, seeds, pristine, model, scale_spec) or "")
 
 
 def test_every_timed_repetition_is_as_likely_to_be_kept_and_kept_outputs_are_copies(monkeypatch) -> None:
@@ -383,3 +439,17 @@ def samples_alone_catch_every_other_call(path: str, lock_dir: str) -> None:
     assert honest.status == "ok", honest.reason
     n, checked = honest.timing.n, honest.checked_reps
     assert min(n, timed_outputs.CHECKED_SAMPLES) <= len(checked) and set(checked) <= set(range(n))
+
+
+@pytest.mark.skipif(not hasattr(torch._C, "_accelerator_getAllocatorSettings"), reason="torch cannot read them back")
+def test_the_runner_keeps_large_blocks_whole_unless_the_user_chose_a_split_size(monkeypatch) -> None:
+    code = ("import torch; from workers.harness.kernel_runner import keep_large_blocks_whole; "
+            "keep_large_blocks_whole(); print(torch._C._accelerator_getAllocatorSettings())")  # fmt: skip
+
+    def settings() -> str:
+        return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
+
+    monkeypatch.delenv("PYTORCH_CUDA_ALLOC_CONF", raising=False)
+    assert "max_split_size_mb:128" in settings()
+    monkeypatch.setenv("PYTORCH_CUDA_ALLOC_CONF", "max_split_size_mb:512")
+    assert "max_split_size_mb:128" not in settings()

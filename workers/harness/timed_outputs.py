@@ -10,8 +10,8 @@ of each output (all of a smaller one), drawn from a seed with a generator on the
 values gathered (``SampledOutputs``: every repetition, one draw and one gather). The judge, in another
 process, chooses ``CHECKED_SAMPLES`` sampled repetitions once the timing is over (``choose_checked``),
 rebuilds the inputs each checked or kept repetition saw (its copy of the pristine inputs and the seeds
-announced so far), redraws the sampled positions from their seed, and compares the samples, and every
-kept output in full, with a reference (``wrong_timed``).
+announced so far: ``replay_``), redraws the sampled positions from their seed, and compares the samples,
+and every kept output in full, with a reference (``wrong_timed``).
 
 Why a kernel in the runner's process cannot evade it:
 
@@ -62,7 +62,7 @@ import torch
 
 from beamsearch.schema import RunSpec, Tolerance
 from workers.harness.compare import Comparison, compare
-from workers.harness.problem_instance import ProblemInstance, reference_output
+from workers.harness.problem_instance import ProblemInstance, reference_copies, reference_output
 
 _urandom = os.urandom  # taken before any kernel is imported
 NUDGED_FRACTION = 1 / 16
@@ -111,12 +111,13 @@ def nudge_(tensors: list[Any], seed: int, fraction: float = NUDGED_FRACTION) -> 
             index.zero_()
 
 
-def changed_inputs(pristine: list[Any], seeds: list[int]) -> list[Any]:
-    """The inputs a repetition saw: copies of the pristine inputs, changed with each seed in turn."""
-    inputs = [t.clone() if isinstance(t, torch.Tensor) else t for t in pristine]
-    for seed in seeds:
-        nudge_(inputs, seed)
-    return inputs
+def replay_(copies: list[Any], seeds: list[int]) -> None:
+    """Make each change, in turn, on the judge's ``reference_copies`` of the inputs (inference tensors, so
+    changed here only). A change only moves values, so in the reference's precision it gives exactly the
+    inputs a repetition saw."""
+    with torch.inference_mode():
+        for seed in seeds:
+            nudge_(copies, seed)
 
 
 class InputNudger:
@@ -304,29 +305,39 @@ def _wrong(cmp: Comparison) -> str:
 
 
 def wrong_timed(kept: list[Kept], sampled: Sampled, checked: list[int], n_reps: int, seeds: list[int],
-                pristine: list[Any], model: torch.nn.Module, spec: RunSpec, tolerance: Tolerance) -> str | None:  # fmt: skip
+                copies: list[Any], pristine: Callable[[], list[Any]], model: torch.nn.Module, spec: RunSpec,
+                tolerance: Tolerance) -> str | None:  # fmt: skip
     """None when every kept repetition's outputs, and the samples of every repetition in ``checked``
     (``choose_checked``), match the reference for the inputs that repetition saw; else why not, naming
-    the repetition. One pass over the repetitions in order, replaying the changes once. ``seeds``: every
-    change's, in order, as announced; ``pristine`` and ``model``: copies the kernel could not change while
-    timed."""
+    the repetition. One pass over the repetitions in order, replaying the changes once (``replay_``).
+    ``seeds``: every change's, in order, as announced; ``copies``: the judge's ``reference_copies`` of the
+    inputs, made before the timing and changed here in place (no copy of gigabytes per repetition);
+    ``pristine``: makes those inputs again, where the model changes its inputs in place and spoils the
+    copies; ``model``: a copy the kernel could not change while timed."""
     problem = _unfit_kept(kept, n_reps) or _unfit_sampled(sampled, n_reps, len(seeds))
     if problem is not None:
         return problem
-    copies = {k.rep: k for k in kept}
-    inputs = [t.clone() if isinstance(t, torch.Tensor) else t for t in pristine]
+    kept_at = {k.rep: k for k in kept}
     changed = 0
-    for rep in sorted(set(copies) | set(checked)):
+    for rep in sorted(set(kept_at) | set(checked)):
         changes = sampled.reps[rep].changes
-        if rep in copies and copies[rep].changes != changes:
-            return (f"timed repetition {rep + 1} of {n_reps}: its kept copy had {copies[rep].changes} changes, "
+        if rep in kept_at and kept_at[rep].changes != changes:
+            return (f"timed repetition {rep + 1} of {n_reps}: its kept copy had {kept_at[rep].changes} changes, "
                     f"its sample {changes}")  # fmt: skip
-        for seed in seeds[changed:changes]:
-            nudge_(inputs, seed)
+        replay_(copies, seeds[changed:changes])
         changed = changes
-        reference = reference_output(ProblemInstance(model, inputs), spec)  # it copies the model
+        try:
+            reference = reference_output(ProblemInstance(model, copies), spec)  # it copies the model
+        except torch.OutOfMemoryError:
+            raise
+        except RuntimeError:  # the model changed the copies in place (an inference tensor lets it, then raises)
+            copies = reference_copies(pristine(), spec)
+            replay_(copies, seeds[:changes])
+            plain = [t.clone() if isinstance(t, torch.Tensor) else t for t in copies]
+            reference = reference_output(ProblemInstance(model, plain), spec)
+            del plain
         refs = list(reference) if isinstance(reference, (tuple, list)) else [reference]
-        problem = (_wrong_copy(copies[rep], refs, n_reps, tolerance) if rep in copies else None) or (
+        problem = (_wrong_copy(kept_at[rep], refs, n_reps, tolerance) if rep in kept_at else None) or (
             _wrong_sample(sampled, rep, refs, n_reps, tolerance) if rep in checked else None)  # fmt: skip
         del reference, refs  # before the next is made: one reference of gigabytes at a time
         if problem is not None:

@@ -71,6 +71,7 @@ from workers.harness.problem_instance import (
     load_problem_module,
     nudge_seed,
     perturb_,
+    reference_copies,
     reference_output,
     select_device,
 )
@@ -392,6 +393,10 @@ def _verify(req: VerifyRequest, checks: Checks, kernel: _Kernel,
             reference = reference_output(ProblemInstance(instance.model, nudged), spec)
             _checked_call(kernel, nudged, values, reference, req, checks, f"{where}, a few input elements changed",
                           values_check="values_after_small_change")  # fmt: skip
+            # The runner let go of the first inputs on that call: their memory takes the next copy, so the
+            # pool, which never gives memory back, holds two sets of inputs rather than three.
+            instance.inputs = []
+            _collect_shared(spec.device)
         # Fresh tensors, the very same values: a cache keyed on all of the input hands back the previous
         # output (timing changes the inputs between repetitions, so there such a cache never hits).
         with use():
@@ -400,6 +405,12 @@ def _verify(req: VerifyRequest, checks: Checks, kernel: _Kernel,
             _checked_call(kernel, again, values, reference, req, checks, f"{where}, the same values again")
         checks.steps.end("cache_checks")
     return module, pool
+
+
+def _collect_shared(device: str) -> None:
+    """Free the memory this process shared that the runner has let go of (until then it stays held)."""
+    if device.startswith("cuda"):
+        torch.cuda.ipc_collect()
 
 
 def _known_code(kernel: _Kernel, values: dict[str, Any], req: VerifyRequest, checks: Checks) -> None:
@@ -433,11 +444,12 @@ def time_after_checks(req: VerifyRequest, kernel: _Kernel, module: Any, pool: _S
     waited_s = 0.0
     common: dict[str, Any] = dict(target=req.kernel_path, sandbox=sandbox)
     try:
+        _collect_shared(spec.device)  # the verification's inputs the runner let go of: the pool reuses them
         with pool:
             instance = instantiate(module, spec, knobs.seed)
         # This process's own copies, apart from the memory shared with the runner: the references for
         # the kept repetitions are made from them, whatever the kernel does to its inputs or weights.
-        pristine = [t.clone() if isinstance(t, torch.Tensor) else t for t in instance.inputs]
+        copies = reference_copies(instance.inputs, spec)
         model = copy.deepcopy(instance.model)
         values = model_values(instance.model)
         checks.steps.end("inputs")
@@ -465,7 +477,8 @@ def time_after_checks(req: VerifyRequest, kernel: _Kernel, module: Any, pool: _S
         for check in timing_checks(timing, spec.device, knobs.screen_above_ms):
             checks.record(check.name, check.passed, check.detail)
         seeds = _seeds(notes)
-        problem = wrong_timed(kept, sampled, checked, timing.n, seeds, pristine, model, spec, req.tolerance)
+        again = lambda: instantiate(module, spec, knobs.seed).inputs  # noqa: E731 - where the model spoils the copies
+        problem = wrong_timed(kept, sampled, checked, timing.n, seeds, copies, again, model, spec, req.tolerance)
         checks.record("timed_outputs", problem is None, problem or "")
         checks.steps.end("checked")
     except Failed as f:
