@@ -442,14 +442,26 @@ def samples_alone_catch_every_other_call(path: str, lock_dir: str) -> None:
 
 
 @pytest.mark.skipif(not hasattr(torch._C, "_accelerator_getAllocatorSettings"), reason="torch cannot read them back")
-def test_the_runner_keeps_large_blocks_whole_unless_the_user_chose_a_split_size(monkeypatch) -> None:
-    code = ("import torch; from workers.harness.kernel_runner import keep_large_blocks_whole; "
-            "keep_large_blocks_whole(); print(torch._C._accelerator_getAllocatorSettings())")  # fmt: skip
+def test_large_blocks_are_kept_whole_in_the_runner_and_in_a_reference_unless_the_user_chose(monkeypatch) -> None:
+    code = """import torch
+from workers.harness.allocator import keep_large_blocks_whole, large_blocks_whole
+get = torch._C._accelerator_getAllocatorSettings
+with large_blocks_whole(True):
+    print("reference", get())
+print("after", get())
+with large_blocks_whole(False):
+    print("cpu", get())
+keep_large_blocks_whole()
+print("runner", get())
+"""
 
-    def settings() -> str:
-        return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
+    def settings() -> dict[str, str]:
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
+        return dict(line.split(" ", 1) if " " in line else (line, "") for line in out.splitlines())
 
     monkeypatch.delenv("PYTORCH_CUDA_ALLOC_CONF", raising=False)
-    assert "max_split_size_mb:128" in settings()
+    got = settings()
+    assert got["reference"] == got["runner"] == "max_split_size_mb:128"
+    assert got["after"] == got["cpu"] == "max_split_size_mb:1099511627776"  # any block may be cut again
     monkeypatch.setenv("PYTORCH_CUDA_ALLOC_CONF", "max_split_size_mb:512")
-    assert "max_split_size_mb:128" not in settings()
+    assert "max_split_size_mb:128" not in settings().values()

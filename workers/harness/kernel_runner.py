@@ -43,6 +43,7 @@ from typing import Any
 import torch
 from pydantic import ValidationError
 
+from workers.harness.allocator import keep_large_blocks_whole
 from workers.harness.binding import BindError, bind
 from workers.harness.child_process import start_cuda_early
 from workers.harness.clock import measure
@@ -79,11 +80,6 @@ from workers.harness.timed_outputs import InputNudger, KeptOutputs, SampledOutpu
 from workers.harness.torch_guard import ObservedCall, install_tripwires, warm_up
 
 TRACEBACK_CHARS = 8000
-# In the runner, PyTorch's allocator keeps blocks of this size or larger whole: otherwise a small tensor is cut
-# from a freed multi-GB output, the next output no longer fits there, and the runner reserves GBs it never
-# uses (GPU places are budgeted by what a job reserves). The judge keeps the default: its references mix
-# multi-GB sizes, and split blocks pack them tighter (docs/gpu-runs/2026-11-26-h100-verification-memory).
-WHOLE_BLOCKS_MB = 128
 _synchronize = torch.cuda.synchronize  # taken before any kernel is imported
 
 
@@ -208,7 +204,7 @@ class _Runner:
             if self.device.startswith("cpu"):
                 _limit_address_space()
             else:
-                keep_large_blocks_whole()
+                keep_large_blocks_whole()  # its outputs and kept copies are all of one size
             install_tripwires()
             self.sandbox = _confine_to_work_folder()
             self.snapshot = Snapshot.take()
@@ -335,15 +331,6 @@ class _Runner:
             tampering += [f"{name} was replaced" for name in self.snapshot.changed()]
         background = self.background.left_running() if self.background is not None else []
         return {"tampering": tampering, "background": background}
-
-
-def keep_large_blocks_whole() -> None:
-    """Tell PyTorch's allocator to keep blocks of ``WHOLE_BLOCKS_MB`` or more whole, unless the user set a
-    split size of their own (``PYTORCH_CUDA_ALLOC_CONF``)."""
-    if "max_split_size_mb" in os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""):
-        return
-    setter = getattr(torch._C, "_accelerator_setAllocatorSettings", None) or torch.cuda.memory._set_allocator_settings
-    setter(f"max_split_size_mb:{WHOLE_BLOCKS_MB}")
 
 
 def release_memory(device: str) -> None:

@@ -23,6 +23,7 @@ from typing import Any
 import torch
 
 from beamsearch.schema import RunSpec
+from workers.harness.allocator import large_blocks_whole
 
 TORCH_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 # The reference runs one precision up, so the comparison measures the candidate's error, not ours.
@@ -173,10 +174,11 @@ def reference_copies(inputs: list[Any], spec: RunSpec) -> list[Any]:
 def reference_output(instance: ProblemInstance, spec: RunSpec) -> Any:
     """The model's output computed one precision up (TF32 off), from the same inputs."""
     ref_dtype = REFERENCE_DTYPES[spec.dtype]
-    model = copy.deepcopy(instance.model).to(ref_dtype)
-    inputs = [t.to(ref_dtype) if _is_float_tensor(t) else t for t in instance.inputs]
-    with torch.no_grad(), _strict_fp32():
-        return model(*inputs)
+    with large_blocks_whole(spec.device.startswith("cuda")):  # a small intermediate cut from a freed GB block
+        model = copy.deepcopy(instance.model).to(ref_dtype)
+        inputs = [t.to(ref_dtype) if _is_float_tensor(t) else t for t in instance.inputs]
+        with torch.no_grad(), _strict_fp32():
+            return model(*inputs)
 
 
 
