@@ -45,6 +45,7 @@ WORKERS_PER_GPU = 4
 # to reach the model (a run stopped because its model went away resumes with the model's new address).
 RESUME_MAY_CHANGE = {"rounds", "quiet", "budget_minutes", "budget_candidates", "api_base", "api_key_env",
                      "llm_timeout_s", "llm_retries", "llm_concurrency", "on_model_lost"}  # fmt: skip
+PRIVATE_RAY_PREFIX = "bsray-"  # /tmp/bsray-<driver pid>-*: a private Ray's folder
 
 
 def parse_args(argv: list[str] | None) -> tuple[SearchConfig, bool, set[str]]:
@@ -294,7 +295,9 @@ def _start_ray(address: str | None) -> str | None:
     # A private Ray: its files in a temp folder removed at exit (not /tmp/ray), bound to 127.0.0.1, so
     # no auth token needs writing to ~/.ray (Ray's default for new local clusters).
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-    tmp = tempfile.mkdtemp(prefix="bsray-", dir="/tmp")
+    # In /tmp, not TMPDIR: Ray's socket paths must stay short. Named by this process, so whoever kills it
+    # (its folder is removed only at a clean exit) can find and remove the folder.
+    tmp = tempfile.mkdtemp(prefix=f"{PRIVATE_RAY_PREFIX}{os.getpid()}-", dir="/tmp")
     ray.init(_temp_dir=tmp, _node_ip_address="127.0.0.1", include_dashboard=False, logging_level=logging.WARNING,
              log_to_driver=False, configure_logging=True)  # fmt: skip
     return tmp

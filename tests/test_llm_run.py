@@ -13,7 +13,7 @@ import time
 
 from beamsearch.state import BeamState, TaskResult
 from tests.llm_server import HttpError, Reply, Respond, ScriptedLLMServer, Slow
-from tests.test_search import PROBLEM, ROOT, START, _env, _events, check_trace, run_cli
+from tests.test_search import PROBLEM, ROOT, START, _env, _events, check_trace, remove_private_ray, run_cli
 
 DIAGNOSIS = json.dumps([{"category": "memory", "summary": "rows per program"}])
 
@@ -212,6 +212,8 @@ def test_a_round_cut_short_after_the_reply_tries_its_handed_back_kernels_on_resu
         finally:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+            ray_folders = remove_private_ray(proc.pid)
+        assert ray_folders == 1  # its private Ray's, left by the kill and removed
         folder = out / "optimization_trace/round_1/candidates"
         first = TaskResult.model_validate_json((folder / "r1-t0/result.json").read_text())
         assert not (folder / "r1-t0-k1").exists() and len(first.handed_back) == 2

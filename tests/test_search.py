@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from beamsearch.config import SearchConfig
+from beamsearch.run import PRIVATE_RAY_PREFIX
 from beamsearch.schema import RunSpec
 from beamsearch.state import BeamState, RoundRecord, Summary, TaskResult
 from tests.conftest import DATA
@@ -39,6 +41,15 @@ def run_cli(*args: str, timeout: float = 300, env: dict[str, str] | None = None)
 
 # Marks every process a run of this test session starts (see runs_verify_children).
 RUN_TAG = f"BEAMSEARCH_TEST_RUN={os.getpid()}-{uuid.uuid4().hex}".encode()
+
+
+def remove_private_ray(pid: int) -> int:
+    """A driver killed with SIGKILL leaves its private Ray's folder in /tmp: the test that killed it removes
+    it. How many were removed."""
+    folders = list(Path("/tmp").glob(f"{PRIVATE_RAY_PREFIX}{pid}-*"))
+    for folder in folders:
+        shutil.rmtree(folder, ignore_errors=True)
+    return len(folders)
 
 
 def _env() -> dict[str, str]:
@@ -115,6 +126,8 @@ def test_tuner_run_survives_a_killed_worker_and_a_killed_driver(tmp_path) -> Non
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+        ray_folders = remove_private_ray(proc.pid)
+    assert ray_folders == 1  # its private Ray's, left by the kill and removed
     assert killed_worker
     events = _events(lines)
     lost = [e for e in events if e["event"] == "worker_lost"]
