@@ -54,7 +54,8 @@ def remove_private_ray(pid: int) -> int:
 
 def _env() -> dict[str, str]:
     tag, _, value = RUN_TAG.decode().partition("=")
-    return {**os.environ, "RAY_AUTH_MODE": "disabled", "PYTHONPATH": str(ROOT), "OPENAI_API_KEY": "sk-test", tag: value}
+    own = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}  # each run starts its own Ray
+    return {**own, "RAY_AUTH_MODE": "disabled", "PYTHONPATH": str(ROOT), "OPENAI_API_KEY": "sk-test", tag: value}
 
 
 def check_trace(out: Path, rounds: int) -> tuple[Summary, dict[str, TaskResult]]:

@@ -12,7 +12,7 @@ whole block only serves a request of about its size: a bf16 copy cannot take a f
   copies and snapshots of other sizes may still be cut from the freed blocks.
 
 Measured on an H100: docs/gpu-runs/2026-11-26-h100-verification-memory. A user's own split size
-(``PYTORCH_CUDA_ALLOC_CONF``) is always kept.
+(``PYTORCH_ALLOC_CONF`` or ``PYTORCH_CUDA_ALLOC_CONF``) is always kept, and their other options with ours.
 """
 
 from __future__ import annotations
@@ -24,16 +24,23 @@ from collections.abc import Iterator
 import torch
 
 WHOLE_BLOCKS_MB = 128
-SPLIT_ANY_MB = 1 << 40  # PyTorch's default is no limit; this is past any block a GPU can hold
+SPLIT_ANY_MB = 2**31 - 1  # PyTorch's default is no limit; this is past any block a GPU holds (older torch reads an int)
+CONF_VARIABLES = ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF")  # the newer name first
 
 
-def _user_chose() -> bool:
-    return "max_split_size_mb" in os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")
+def _user_settings() -> str:
+    return next((os.environ[name] for name in CONF_VARIABLES if os.environ.get(name)), "")
 
 
 def _set_split_size(mb: int) -> None:
+    """Each call sets every option anew (the ones it leaves out go back to their defaults): the user's own
+    settings go with it."""
     setter = getattr(torch._C, "_accelerator_setAllocatorSettings", None) or torch.cuda.memory._set_allocator_settings
-    setter(f"max_split_size_mb:{mb}")
+    setter(",".join(filter(None, [_user_settings(), f"max_split_size_mb:{mb}"])))
+
+
+def _user_chose() -> bool:
+    return "max_split_size_mb" in _user_settings()
 
 
 def keep_large_blocks_whole() -> None:

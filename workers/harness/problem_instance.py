@@ -162,13 +162,11 @@ def perturb_(tensors: list[Any], seed: int, k: int = PERTURBED_PER_TENSOR) -> No
 
 
 def reference_copies(inputs: list[Any], spec: RunSpec) -> list[Any]:
-    """Copies of ``inputs``, floating ones already in the reference's precision, as inference tensors:
-    ``reference_output`` takes them as they are, without a copy of its own, and a model that changes its
-    inputs in place raises on them (RuntimeError, after the change: the copies are spoiled)."""
+    """Copies of ``inputs``, floating ones already in the reference's precision: ``reference_output``
+    takes them as they are, without a copy of its own."""
     ref_dtype = REFERENCE_DTYPES[spec.dtype]
-    with torch.inference_mode():
-        return [t.to(ref_dtype, copy=True) if _is_float_tensor(t) else t.clone() if isinstance(t, torch.Tensor) else t
-                for t in inputs]  # fmt: skip
+    return [t.to(ref_dtype, copy=True) if _is_float_tensor(t) else t.clone() if isinstance(t, torch.Tensor) else t
+            for t in inputs]  # fmt: skip
 
 
 def reference_output(instance: ProblemInstance, spec: RunSpec) -> Any:

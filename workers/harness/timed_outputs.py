@@ -112,12 +112,10 @@ def nudge_(tensors: list[Any], seed: int, fraction: float = NUDGED_FRACTION) -> 
 
 
 def replay_(copies: list[Any], seeds: list[int]) -> None:
-    """Make each change, in turn, on the judge's ``reference_copies`` of the inputs (inference tensors, so
-    changed here only). A change only moves values, so in the reference's precision it gives exactly the
-    inputs a repetition saw."""
-    with torch.inference_mode():
-        for seed in seeds:
-            nudge_(copies, seed)
+    """Make each change, in turn, on the judge's ``reference_copies`` of the inputs. A change only moves
+    values, so in the reference's precision it gives exactly the inputs a repetition saw."""
+    for seed in seeds:
+        nudge_(copies, seed)
 
 
 class InputNudger:
@@ -312,13 +310,13 @@ def wrong_timed(kept: list[Kept], sampled: Sampled, checked: list[int], n_reps: 
     the repetition. One pass over the repetitions in order, replaying the changes once (``replay_``).
     ``seeds``: every change's, in order, as announced; ``copies``: the judge's ``reference_copies`` of the
     inputs, made before the timing and changed here in place (no copy of gigabytes per repetition);
-    ``pristine``: makes those inputs again, where the model changes its inputs in place and spoils the
-    copies; ``model``: a copy the kernel could not change while timed."""
+    ``pristine``: makes those inputs again (from the timing's seed), where the model changes its inputs in
+    place and so spoils the copies; ``model``: a copy the kernel could not change while timed."""
     problem = _unfit_kept(kept, n_reps) or _unfit_sampled(sampled, n_reps, len(seeds))
     if problem is not None:
         return problem
     kept_at = {k.rep: k for k in kept}
-    changed = 0
+    changed, plain = 0, False  # plain: the model changes its inputs, so it gets clones of the copies
     for rep in sorted(set(kept_at) | set(checked)):
         changes = sampled.reps[rep].changes
         if rep in kept_at and kept_at[rep].changes != changes:
@@ -326,16 +324,15 @@ def wrong_timed(kept: list[Kept], sampled: Sampled, checked: list[int], n_reps: 
                     f"its sample {changes}")  # fmt: skip
         replay_(copies, seeds[changed:changes])
         changed = changes
-        try:
-            reference = reference_output(ProblemInstance(model, copies), spec)  # it copies the model
-        except torch.OutOfMemoryError:
-            raise
-        except RuntimeError:  # the model changed the copies in place (an inference tensor lets it, then raises)
-            copies = reference_copies(pristine(), spec)
+        versions = _versions(copies)
+        reference = _reference(model, copies, spec, plain)
+        if not plain and _versions(copies) != versions:  # changed in place (through a view or detach too)
+            del reference
+            copies.clear()  # the spoiled copies go before new ones are made
+            copies.extend(reference_copies(pristine(), spec))
             replay_(copies, seeds[:changes])
-            plain = [t.clone() if isinstance(t, torch.Tensor) else t for t in copies]
-            reference = reference_output(ProblemInstance(model, plain), spec)
-            del plain
+            plain = True
+            reference = _reference(model, copies, spec, plain)
         refs = list(reference) if isinstance(reference, (tuple, list)) else [reference]
         problem = (_wrong_copy(kept_at[rep], refs, n_reps, tolerance) if rep in kept_at else None) or (
             _wrong_sample(sampled, rep, refs, n_reps, tolerance) if rep in checked else None)  # fmt: skip
@@ -343,6 +340,17 @@ def wrong_timed(kept: list[Kept], sampled: Sampled, checked: list[int], n_reps: 
         if problem is not None:
             return problem
     return None
+
+
+def _versions(tensors: list[Any]) -> list[int]:
+    """Each tensor's version counter: every in-place operation on it, a view of it or a detached alias adds
+    one (not a write through the legacy ``.data``)."""
+    return [t._version for t in tensors if isinstance(t, torch.Tensor)]
+
+
+def _reference(model: torch.nn.Module, copies: list[Any], spec: RunSpec, plain: bool) -> Any:
+    inputs = [t.clone() if plain and isinstance(t, torch.Tensor) else t for t in copies]
+    return reference_output(ProblemInstance(model, inputs), spec)  # it copies the model
 
 
 def _wrong_copy(k: Kept, refs: list[torch.Tensor], n_reps: int, tolerance: Tolerance) -> str | None:
