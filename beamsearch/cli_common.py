@@ -7,8 +7,10 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
+from pydantic import ValidationError
+
 from beamsearch.problems import ProblemNotFound, ProblemRef, resolve_problem
-from beamsearch.schema import RunSpec
+from beamsearch.schema import RunSpec, given_tolerance
 
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
@@ -19,6 +21,9 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
         help="problem size: auto = full on a GPU, small on the CPU (Triton's interpreter is slow)",
     )  # fmt: skip
     parser.add_argument("--dtype", default="bf16", choices=["bf16", "fp16", "fp32"])
+    parser.add_argument("--atol", type=float, default=None, help="the values checks' absolute tolerance against the "
+                        "reference one precision up; default: the dtype's (bf16 1e-2, fp16 1e-3, fp32 1e-4)")
+    parser.add_argument("--rtol", type=float, default=None, help="the values checks' relative tolerance; default: the dtype's")
     parser.add_argument("--json", action="store_true", help="print the result as JSON instead of a table")
 
 
@@ -38,7 +43,12 @@ def resolve_run(args: argparse.Namespace) -> tuple[ProblemRef, RunSpec]:
         elif not has_gpu:
             fail(f"--device {device}: no CUDA GPU is visible here (use --device cpu for Triton's interpreter)")
     shapes = args.shapes if args.shapes != "auto" else ("full" if device.startswith("cuda") else "small")
-    return problem, RunSpec(problem_path=problem.problem_path, shapes=shapes, device=device, dtype=args.dtype)
+    try:
+        tolerance = given_tolerance(args.dtype, args.atol, args.rtol)
+    except ValidationError:
+        fail(f"--atol and --rtol cannot be negative (got {args.atol}, {args.rtol})")
+    return problem, RunSpec(problem_path=problem.problem_path, shapes=shapes, device=device, dtype=args.dtype,
+                            tolerance=tolerance)  # fmt: skip
 
 
 def fail(message: str, code: int = 2) -> NoReturn:

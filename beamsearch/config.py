@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from beamsearch.schema import DType, Record, ShapeSet
+from beamsearch.schema import DType, Record, ShapeSet, Tolerance, given_tolerance
 
 OFFLINE_MINUTES = 8.0  # the offline optimiser's default time budget: a round and the final re-timing fit after it
 SWEEP_ROUNDS = 1_000_000  # a sweep's rounds unless told: it ends when its space is spent
@@ -66,6 +66,11 @@ class SearchConfig(Record):
     device: str = Field("auto", description="auto, cpu, cuda")
     shapes: Literal["auto"] | ShapeSet = "auto"
     dtype: DType = "bf16"
+    atol: float | None = Field(None, ge=0, description="the values checks' absolute tolerance, |out - ref| <= atol + "
+                               "rtol * |ref| against the reference one precision up; none: the dtype's default (bf16 "
+                               "1e-2, fp16 1e-3, fp32 1e-4)")
+    rtol: float | None = Field(None, ge=0, description="the values checks' relative tolerance; none: the dtype's default "
+                               "(as atol)")
     seed: int = 0
     refine_tries: int = Field(2, ge=0, description="LLM repairs of a kernel that fails verification")
     task_timeout_s: float = Field(900.0, gt=0, description="a task not back by then is recorded as timed out")
@@ -94,6 +99,10 @@ class SearchConfig(Record):
     def proposing(self) -> bool:
         """Whether a model (or a replay of one) proposes kernels; otherwise the offline optimiser does."""
         return bool(self.llm or self.replay)
+
+    def tolerance(self) -> Tolerance | None:
+        """The values checks' rule where ``atol`` or ``rtol`` is given; None: the dtype's default."""
+        return given_tolerance(self.dtype, self.atol, self.rtol)
 
     def minutes_budget(self) -> float | None:
         """``budget_minutes`` with auto resolved."""

@@ -70,6 +70,8 @@ def parse_args(argv: list[str] | None) -> tuple[SearchConfig, bool, set[str]]:
                    help=fields["on_model_lost"].description)  # fmt: skip
     p.add_argument("--task-timeout", dest="task_timeout_s", type=float, default=None, help=fields["task_timeout_s"].description)
     p.add_argument("--dtype", choices=["bf16", "fp16", "fp32"], default=None)
+    p.add_argument("--atol", type=float, default=None, help=fields["atol"].description)
+    p.add_argument("--rtol", type=float, default=None, help=fields["rtol"].description)
     p.add_argument("--shapes", choices=["auto", "full", "small"], default=None)
     p.add_argument("--baselines", type=lambda s: [x for x in s.split(",") if x], default=None,
                    help="comma-separated: eager, compile, compile-max-autotune (empty string: none)")  # fmt: skip
@@ -142,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         gpus = int(ray.cluster_resources().get("GPU", 0))
         device = _device(config.device, gpus)
         spec = previous.spec if previous else RunSpec(
-            problem_path=problem.problem_path, device=device, dtype=config.dtype,
+            problem_path=problem.problem_path, device=device, dtype=config.dtype, tolerance=config.tolerance(),
             shapes=config.shapes if config.shapes != "auto" else ("full" if device == "cuda" else "small"))  # fmt: skip
         if previous is None and kernel is None and not config.wants_compiler_seed(device):
             if out is None:

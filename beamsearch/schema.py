@@ -23,8 +23,8 @@ class Record(BaseModel):
 class Tolerance(Record):
     """Elementwise pass rule: ``|out - ref| <= atol + rtol * |ref|`` (as ``torch.allclose``)."""
 
-    atol: float
-    rtol: float
+    atol: float = Field(ge=0)
+    rtol: float = Field(ge=0)
 
 
 # Defaults per dtype. The reference is computed one precision higher (bf16/fp16 -> fp32, fp32 -> fp64),
@@ -36,13 +36,27 @@ DEFAULT_TOLERANCES: dict[str, Tolerance] = {
 }
 
 
+def given_tolerance(dtype: DType, atol: float | None, rtol: float | None) -> Tolerance | None:
+    """The rule where ``atol`` or ``rtol`` is given, the other the dtype's default; None where neither is."""
+    if atol is None and rtol is None:
+        return None
+    default = DEFAULT_TOLERANCES[dtype]
+    return Tolerance(atol=default.atol if atol is None else atol, rtol=default.rtol if rtol is None else rtol)
+
+
 class RunSpec(Record):
-    """Where and how a problem is instantiated: the same spec gives the same inputs for a seed."""
+    """Where and how a problem is instantiated, and the rule its outputs are held to: the same spec gives
+    the same inputs for a seed."""
 
     problem_path: str
     shapes: ShapeSet
     device: str = Field(description="torch device string: 'cpu', 'cuda' or 'cuda:N'")
     dtype: DType = "bf16"
+    tolerance: Tolerance | None = Field(None, description="the values checks' rule; none: the dtype's default "
+                                                          "(DEFAULT_TOLERANCES)")
+
+    def values_tolerance(self) -> Tolerance:
+        return self.tolerance or DEFAULT_TOLERANCES[self.dtype]
 
     @field_validator("problem_path")
     @classmethod

@@ -43,6 +43,18 @@ def test_a_missing_kernel_file_is_named_before_any_work() -> None:
         assert "timing" not in out.stderr + out.stdout  # nothing was timed first
 
 
+def test_verify_takes_atol_and_rtol() -> None:
+    """A kernel as accurate as PyTorch's bf16 forward where that misses bf16's default rule: told how to
+    loosen the rule, it passes with it; a negative tolerance is refused before any work."""
+    args = ("beamsearch.verify", "--problem", str(DATA / "cancel_problem.py"), "--device", "cpu",
+            "--kernel", str(KERNELS / "cancel_as_bf16.py"))  # fmt: skip
+    default = run(*args)
+    assert default.returncode == 1 and "--atol" in default.stdout + default.stderr
+    assert run(*args, "--atol", "1.5").returncode == 0
+    negative = run(*args, "--atol", "-1")
+    assert negative.returncode == 2 and "cannot be negative" in negative.stderr
+
+
 def test_bench_json_times_verified_kernels_only() -> None:
     out = run("beamsearch.bench", "--problem", PROBLEM, "--baselines", "eager", "--json",
               "--kernel", str(KERNELS / "good.py"), str(KERNELS / "wrong_values.py"))  # fmt: skip

@@ -129,6 +129,19 @@ def test_a_gpu_run_also_starts_from_the_compiler_seed_unless_told_or_sweeping() 
     assert on.compiler_seed is True
 
 
+def test_atol_or_rtol_sets_the_runs_rule_and_the_other_keeps_the_dtypes_default() -> None:
+    from beamsearch.run import parse_args
+    from beamsearch.schema import Tolerance
+
+    assert parse_args(["--problem", "p"])[0].tolerance() is None  # the dtype's default, decided by the spec
+    loose, _, _ = parse_args(["--problem", "p", "--atol", "0.05"])
+    assert loose.tolerance() == Tolerance(atol=0.05, rtol=1e-2)
+    fp16, _, _ = parse_args(["--problem", "p", "--dtype", "fp16", "--rtol", "0.002"])
+    assert fp16.tolerance() == Tolerance(atol=1e-3, rtol=0.002)
+    with pytest.raises(SystemExit):
+        parse_args(["--problem", "p", "--atol", "-1"])
+
+
 def test_a_sweep_runs_to_its_last_point_unless_given_rounds_or_minutes() -> None:
     from beamsearch.config import SWEEP_ROUNDS
     from beamsearch.run import parse_args

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from beamsearch.schema import RunSpec
-from tests.conftest import KERNELS
+from beamsearch.schema import RunSpec, Tolerance
+from tests.conftest import DATA, KERNELS
 from workers.harness.verify import verify_kernel
 from workers.proposers.searcher import is_resource_failure
 
@@ -86,10 +86,26 @@ def test_missing_kernel_file_is_a_clear_failure(scale_spec: RunSpec) -> None:
 
 
 def test_tolerance_is_configurable(scale_spec: RunSpec) -> None:
-    from beamsearch.schema import Tolerance
+    strict = scale_spec.model_copy(update={"tolerance": Tolerance(atol=1e-7, rtol=1e-7)})
+    verdict = verify_kernel(strict, str(KERNELS / "good.py"))
+    assert verdict.status == "incorrect" and "values" in verdict.reason and verdict.tolerance == strict.tolerance
 
-    verdict = verify_kernel(scale_spec, str(KERNELS / "good.py"), tolerance=Tolerance(atol=1e-7, rtol=1e-7))
-    assert verdict.status == "incorrect" and "values" in verdict.reason
+
+def test_a_kernel_less_accurate_than_pytorch_is_told_so(scale_spec: RunSpec) -> None:
+    verdict = verify_kernel(scale_spec, str(KERNELS / "wrong_values.py"))
+    assert "PyTorch's own bf16 forward keeps to it" in verdict.reason, verdict.reason
+
+
+def test_a_rule_pytorch_misses_too_is_named_and_can_be_loosened(scale_spec: RunSpec) -> None:
+    """A kernel exactly as accurate as PyTorch's bf16 forward, on a problem where that misses bf16's default
+    rule: the reason says so and how to loosen the rule; loosened, the kernel passes every check."""
+    spec = scale_spec.model_copy(update={"problem_path": str(DATA / "cancel_problem.py")})
+    kernel = str(KERNELS / "cancel_as_bf16.py")
+    verdict = verify_kernel(spec, kernel)
+    assert verdict.status == "incorrect" and "misses this rule too" in verdict.reason, verdict.reason
+    assert "--atol" in verdict.reason
+    loose = verify_kernel(spec.model_copy(update={"tolerance": Tolerance(atol=1.5, rtol=1e-2)}), kernel)
+    assert loose.passed, loose.reason
 
 
 def test_cuda_without_gpu_is_a_problem_error(scale_spec: RunSpec) -> None:

@@ -31,7 +31,7 @@ from typing import Any
 
 import torch
 
-from beamsearch.schema import DEFAULT_TOLERANCES, TimingKnobs, TimingRequest, TimingResult, VerifyRequest
+from beamsearch.schema import TimingKnobs, TimingRequest, TimingResult, VerifyRequest
 from workers.harness.binding import model_values
 from workers.harness.child_process import serve
 from workers.harness.clock import measure
@@ -103,7 +103,7 @@ def _time_kernel_file(req: TimingRequest, runner: KernelProcess, alone: contextl
         checks.steps.end("first_call")
         del instance  # the timing makes its own
         knobs = TimingKnobs.model_validate(req.model_dump(include=set(TimingKnobs.model_fields)))
-        timed = VerifyRequest(spec=spec, kernel_path=req.target, tolerance=DEFAULT_TOLERANCES[spec.dtype],
+        timed = VerifyRequest(spec=spec, kernel_path=req.target, tolerance=spec.values_tolerance(),
                               timing=knobs, exclusive=req.exclusive)  # fmt: skip
         offset_s = time.perf_counter() - start
         result = time_after_checks(timed, kernel, module, pool, checks.sandbox)

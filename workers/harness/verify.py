@@ -16,11 +16,9 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from beamsearch.schema import (
-    DEFAULT_TOLERANCES,
     RunSpec,
     TimingKnobs,
     TimingResult,
-    Tolerance,
     Verdict,
     VerifyRequest,
 )
@@ -85,7 +83,6 @@ def verify_kernel(
     kernel_path: str,
     *,
     seeds: list[int] | None = None,
-    tolerance: Tolerance | None = None,
     timeout_s: float = DEFAULT_VERIFY_TIMEOUT_S,
     exclusive: bool = False,
     timing: TimingKnobs | None = None,
@@ -112,7 +109,7 @@ def verify_kernel(
         spec=spec,
         kernel_path=kernel_path,
         seeds=seeds,
-        tolerance=tolerance or DEFAULT_TOLERANCES[spec.dtype],
+        tolerance=spec.values_tolerance(),
         exclusive=exclusive,
         timing=timing,
         slots=slots,
