@@ -16,10 +16,10 @@ Legal values:
 Points past what a GPU's registers or shared memory hold are legal values but over the space's limits
 (``over_limits``): the searcher never suggests them, and a sweep covers the rest.
 
-A persistent grid (programs = SMs, each looping) is not a knob of an arbitrary kernel: it needs the
-kernel body rewritten into a loop over tiles, and no rewrite of an arbitrary kernel body is safe in
-general. A kernel written that way keeps it, with its tiles as knobs: the compiler seed of Inductor's
-persistent TMA matmul template launches ``min(SMs, tiles)`` programs (``compile_seed``).
+A persistent grid (programs = SMs, each looping) is not a knob: it needs the kernel body rewritten into
+a loop over tiles, which is not safe for an arbitrary body, and where it was safe it did not pay
+(docs/optimiser.md). A kernel written that way keeps it, with its tiles as knobs: the compiler seed of
+Inductor's persistent TMA matmul template launches ``min(SMs, tiles)`` programs (``compile_seed``).
 """
 
 from __future__ import annotations
