@@ -1,5 +1,5 @@
-"""Test problem whose PyTorch forward in bf16 misses the default bf16 tolerance: (256 x + 1) - 256 x is 1
-exactly, but for x in [1, 2) bf16 holds 256 x only to within 2, so the + 1 is rounded away (or doubled)."""
+"""Test problem whose PyTorch forward in bf16 misses the default bf16 tolerance by about 2x: (x + 8) - 8 is x,
+but for x in [1, 2) bf16 holds x + 8 only to within 1/32, while the rule allows 0.01 + 0.01 x."""
 
 import torch
 from torch import nn
@@ -10,7 +10,7 @@ cols = 64
 
 class Model(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return (x * 256 + 1) - x * 256
+        return (x + 8) - 8
 
 
 def get_inputs():

@@ -55,11 +55,11 @@ from typing import Any
 import torch
 from pydantic import ValidationError
 
-from beamsearch.schema import CheckResult, RunSpec, Timing, TimingResult, Verdict, VerifyRequest
+from beamsearch.schema import CheckResult, RunSpec, Timing, TimingResult, Tolerance, Verdict, VerifyRequest
 from workers.harness.binding import model_values
 from workers.harness.child_process import TAIL_CHARS, serve, use_one_work_queue
 from workers.harness.clock import expected_measure_s, timing_checks
-from workers.harness.compare import compare
+from workers.harness.compare import Comparison, compare
 from workers.harness.gpu_lock import gpu_in_use, gpu_lock, gpu_slot
 from workers.harness.kernel_runner import KernelProcess, KernelProcessDied, KernelProcessHung, release_memory
 from workers.harness.problem_instance import (
@@ -107,6 +107,10 @@ POINTER_CHECK_SEED_OFFSET = 1000
 # timing waiting for the child's timeout.
 HANG_SLACK_S = 10.0
 HANG_FACTOR = 10.0
+# Looser rules a values failure's note tries on PyTorch's own result: a few times the rule is the dtype's
+# rounding piling up (a GEMM's bf16 output normalised over 16 channels needed 4x); far past that is an
+# algorithm off in the dtype (PyTorch's bf16 cumsum over 32,768 elements, off by thousands).
+LOOSER_RULE_FACTORS = (2, 4, 8, 16)
 
 
 class Failed(Exception):
@@ -413,25 +417,34 @@ def _verify(req: VerifyRequest, checks: Checks, kernel: _Kernel,
 
 
 def _eager_note(instance: ProblemInstance, reference: Any, req: VerifyRequest) -> str:
-    """How PyTorch's own forward in the dtype under test fares against the same reference and rule. Where it
-    misses the rule too, the rule is tighter than the dtype allows for this problem, and the user is told
-    how to loosen it; where it keeps to it, the kernel is less accurate than PyTorch."""
+    """How PyTorch's own forward in the dtype under test fares against the same reference and rule: where it
+    keeps to the rule, the kernel is less accurate than PyTorch; where it misses it by a few times, the
+    rule is tighter than the dtype allows for this problem, and the note names a looser rule PyTorch's
+    result keeps to; where it is far off, the kernel should compute in fp32 rather than loosen the rule."""
     try:
         with torch.no_grad():
             eager = _as_list(instance.model(*instance.inputs))
-        cmps = [compare(o, r, req.tolerance) for o, r in zip(eager, _as_list(reference), strict=True)
-                if isinstance(o, torch.Tensor) and isinstance(r, torch.Tensor) and o.shape == r.shape]  # fmt: skip
+        pairs = [(o, r) for o, r in zip(eager, _as_list(reference), strict=True)
+                 if isinstance(o, torch.Tensor) and isinstance(r, torch.Tensor) and o.shape == r.shape]  # fmt: skip
+        cmps = [compare(o, r, req.tolerance) for o, r in pairs]
+        if not cmps:
+            return ""
+        dtype, err = req.spec.dtype, max(c.max_abs_err for c in cmps)
+        bad = sum(c.n_mismatched + c.n_unexpected_nonfinite for c in cmps)
+        if not bad:
+            return f"; PyTorch's own {dtype} forward keeps to it (max abs err {err:.4g})"
+        missed = f"; PyTorch's own {dtype} forward misses this rule too ({bad} of {sum(c.n for c in cmps)} elements, max abs err {err:.4g})"
+        for factor in LOOSER_RULE_FACTORS:
+            looser = Tolerance(atol=req.tolerance.atol * factor, rtol=req.tolerance.rtol * factor)
+            if all(_keeps_to(compare(o, r, looser)) for o, r in pairs):
+                return f"{missed}: it keeps to --atol {looser.atol:.3g} --rtol {looser.rtol:.3g} ({factor}x the rule)"
+        return f"{missed}: far off, so compute in fp32 inside the kernel rather than loosen the rule"
     except Exception:  # a courtesy only: the kernel's verdict stands without it
         return ""
-    if not cmps:
-        return ""
-    bad = sum(c.n_mismatched + c.n_unexpected_nonfinite for c in cmps)
-    err = max(c.max_abs_err for c in cmps)
-    dtype = req.spec.dtype
-    if bad:
-        return (f"; PyTorch's own {dtype} forward misses this rule too ({bad} of {sum(c.n for c in cmps)} elements, "
-                f"max abs err {err:.4g}): the rule is tighter than {dtype} allows here, --atol and --rtol loosen it")
-    return f"; PyTorch's own {dtype} forward keeps to it (max abs err {err:.4g})"
+
+
+def _keeps_to(cmp: Comparison) -> bool:
+    return cmp.n_mismatched == 0 and cmp.n_unexpected_nonfinite == 0
 
 
 def _collect_shared(device: str) -> None:

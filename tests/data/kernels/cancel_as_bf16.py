@@ -1,5 +1,6 @@
-"""For cancel_problem: rounds each step to bf16, as PyTorch's bf16 forward does (so it misses the default
-bf16 tolerance against the fp32 reference exactly as PyTorch does)."""
+"""For cancel_problem: rounds x + 8 to the nearest 1/16, bf16's spacing there, as PyTorch's bf16 forward does
+(so it misses the default bf16 tolerance against the fp32 reference as PyTorch does; rounded by hand, since
+Triton's interpreter converts to bf16 by truncating)."""
 
 import torch
 import triton
@@ -11,8 +12,7 @@ def _kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     m = offs < n
     x = tl.load(x_ptr + offs, mask=m).to(tl.float32)
-    big = (x * 256.0).to(tl.bfloat16).to(tl.float32)
-    y = (big + 1.0).to(tl.bfloat16).to(tl.float32) - big
+    y = tl.floor((x + 8.0) * 16.0 + 0.5) / 16.0 - 8.0
     tl.store(out_ptr + offs, y.to(out_ptr.dtype.element_ty), mask=m)
 
 
