@@ -206,7 +206,9 @@ def environment_line(run: Run) -> str:
     names = {"driver": "driver", "cuda": "CUDA", "torch": "torch", "triton": "triton", "python": "python", "ray": "ray"}
     parts = [_device(run)] + [f"{name} {v[k]}" for k, name in names.items() if v.get(k)]
     spec = recorded.spec
-    return ", ".join(parts) + f"; {spec.dtype}, {spec.shapes} shapes"
+    # a run's own values rule (--atol/--rtol) is part of what its numbers mean
+    rule = f", values within atol {spec.tolerance.atol:g} + rtol {spec.tolerance.rtol:g}" if spec.tolerance else ""
+    return ", ".join(parts) + f"; {spec.dtype}, {spec.shapes} shapes{rule}"
 
 
 # ----------------------------------------------------------------------------------------- per problem

@@ -211,6 +211,18 @@ def test_cpu_run_cut_short_without_summary(tmp_path) -> None:
     assert not (tmp_path / "README.md").exists()  # no index outside artifacts/ unless it has the markers
 
 
+def test_a_runs_own_values_rule_is_in_its_report(tmp_path) -> None:
+    from beamsearch.schema import Tolerance
+
+    default, own = tmp_path / "default", tmp_path / "own"
+    record_run(default, device="cpu", summary=False)
+    state = record_run(own, device="cpu", summary=False)
+    rule = state.spec.model_copy(update={"tolerance": Tolerance(atol=0.04, rtol=0.02)})
+    TraceWriter(own).save_state(state.model_copy(update={"spec": rule}))
+    assert "values within atol 0.04 + rtol 0.02" in rep.write_report(own).read_text()
+    assert "values within" not in rep.write_report(default).read_text()  # the dtype's default goes unsaid
+
+
 def test_empty_and_unreadable_folders(tmp_path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
