@@ -46,7 +46,7 @@ def resolve_run(args: argparse.Namespace) -> tuple[ProblemRef, RunSpec]:
     try:
         tolerance = given_tolerance(args.dtype, args.atol, args.rtol)
     except ValidationError:
-        fail(f"--atol and --rtol cannot be negative (got {args.atol}, {args.rtol})")
+        fail(f"--atol and --rtol must be finite and not negative (got {args.atol}, {args.rtol})")
     return problem, RunSpec(problem_path=problem.problem_path, shapes=shapes, device=device, dtype=args.dtype,
                             tolerance=tolerance)  # fmt: skip
 

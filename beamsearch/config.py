@@ -66,10 +66,10 @@ class SearchConfig(Record):
     device: str = Field("auto", description="auto, cpu, cuda")
     shapes: Literal["auto"] | ShapeSet = "auto"
     dtype: DType = "bf16"
-    atol: float | None = Field(None, ge=0, description="the values checks' absolute tolerance, |out - ref| <= atol + "
+    atol: float | None = Field(None, ge=0, allow_inf_nan=False, description="the values checks' absolute tolerance, |out - ref| <= atol + "
                                "rtol * |ref| against the reference one precision up; none: the dtype's default (bf16 "
                                "1e-2, fp16 1e-3, fp32 1e-4)")
-    rtol: float | None = Field(None, ge=0, description="the values checks' relative tolerance; none: the dtype's default "
+    rtol: float | None = Field(None, ge=0, allow_inf_nan=False, description="the values checks' relative tolerance; none: the dtype's default "
                                "(as atol)")
     seed: int = 0
     refine_tries: int = Field(2, ge=0, description="LLM repairs of a kernel that fails verification")

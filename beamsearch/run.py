@@ -143,9 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         gpus = int(ray.cluster_resources().get("GPU", 0))
         device = _device(config.device, gpus)
-        spec = previous.spec if previous else RunSpec(
-            problem_path=problem.problem_path, device=device, dtype=config.dtype, tolerance=config.tolerance(),
-            shapes=config.shapes if config.shapes != "auto" else ("full" if device == "cuda" else "small"))  # fmt: skip
+        spec = previous.spec if previous else run_spec(config, problem.problem_path, device)
         if previous is None and kernel is None and not config.wants_compiler_seed(device):
             if out is None:
                 with contextlib.suppress(OSError):
@@ -250,6 +248,13 @@ def _problem_of_run(out: Path) -> str:
     if state is None:
         fail(f"--resume: no run to resume in {out} (no state.json)")
     return state.config.problem
+
+
+def run_spec(config: SearchConfig, problem_path: str, device: str) -> RunSpec:
+    """A new run's spec: its problem, device, dtype, shapes (auto: full on a GPU) and values rule."""
+    shapes = config.shapes if config.shapes != "auto" else ("full" if device == "cuda" else "small")
+    return RunSpec(problem_path=problem_path, device=device, dtype=config.dtype, shapes=shapes,
+                   tolerance=config.tolerance())  # fmt: skip
 
 
 def _previous_state(trace: TraceWriter, resume: bool, out: Path) -> BeamState | None:

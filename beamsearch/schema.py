@@ -23,8 +23,8 @@ class Record(BaseModel):
 class Tolerance(Record):
     """Elementwise pass rule: ``|out - ref| <= atol + rtol * |ref|`` (as ``torch.allclose``)."""
 
-    atol: float = Field(ge=0)
-    rtol: float = Field(ge=0)
+    atol: float = Field(ge=0, allow_inf_nan=False)
+    rtol: float = Field(ge=0, allow_inf_nan=False)
 
 
 # Defaults per dtype. The reference is computed one precision higher (bf16/fp16 -> fp32, fp32 -> fp64),

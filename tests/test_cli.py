@@ -45,14 +45,15 @@ def test_a_missing_kernel_file_is_named_before_any_work() -> None:
 
 def test_verify_takes_atol_and_rtol() -> None:
     """A kernel as accurate as PyTorch's bf16 forward where that misses bf16's default rule: told how to
-    loosen the rule, it passes with it; a negative tolerance is refused before any work."""
+    loosen the rule, it passes with it; a negative or infinite tolerance is refused before any work."""
     args = ("beamsearch.verify", "--problem", str(DATA / "cancel_problem.py"), "--device", "cpu",
             "--kernel", str(KERNELS / "cancel_as_bf16.py"))  # fmt: skip
     default = run(*args)
     assert default.returncode == 1 and "--atol" in default.stdout + default.stderr
     assert run(*args, "--atol", "1.5").returncode == 0
-    negative = run(*args, "--atol", "-1")
-    assert negative.returncode == 2 and "cannot be negative" in negative.stderr
+    for bad in ("-1", "inf"):
+        refused = run(*args, "--atol", bad)
+        assert refused.returncode == 2 and "must be finite and not negative" in refused.stderr, refused.stderr
 
 
 def test_bench_json_times_verified_kernels_only() -> None:

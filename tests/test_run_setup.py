@@ -11,6 +11,7 @@ from beamsearch.driver import Driver, verifications_that_fit
 from beamsearch.schema import DeviceFacts, Kernel, Verdict
 from beamsearch.state import TaskResult, VerifyTry
 from beamsearch.trace import TraceWriter
+from tests.conftest import DATA
 
 
 @pytest.mark.parametrize(
@@ -130,7 +131,7 @@ def test_a_gpu_run_also_starts_from_the_compiler_seed_unless_told_or_sweeping() 
 
 
 def test_atol_or_rtol_sets_the_runs_rule_and_the_other_keeps_the_dtypes_default() -> None:
-    from beamsearch.run import parse_args
+    from beamsearch.run import parse_args, run_spec
     from beamsearch.schema import Tolerance
 
     assert parse_args(["--problem", "p"])[0].tolerance() is None  # the dtype's default, decided by the spec
@@ -138,8 +139,12 @@ def test_atol_or_rtol_sets_the_runs_rule_and_the_other_keeps_the_dtypes_default(
     assert loose.tolerance() == Tolerance(atol=0.05, rtol=1e-2)
     fp16, _, _ = parse_args(["--problem", "p", "--dtype", "fp16", "--rtol", "0.002"])
     assert fp16.tolerance() == Tolerance(atol=1e-3, rtol=0.002)
-    with pytest.raises(SystemExit):
-        parse_args(["--problem", "p", "--atol", "-1"])
+    for bad in ("-1", "inf", "nan"):
+        with pytest.raises(SystemExit):
+            parse_args(["--problem", "p", "--atol", bad])
+    spec = run_spec(loose, str(DATA / "cancel_problem.py"), "cpu")
+    assert spec.tolerance == loose.tolerance() and spec.values_tolerance() == Tolerance(atol=0.05, rtol=1e-2)
+    assert run_spec(parse_args(["--problem", "p"])[0], str(DATA / "cancel_problem.py"), "cuda").tolerance is None
 
 
 def test_a_sweep_runs_to_its_last_point_unless_given_rounds_or_minutes() -> None:

@@ -17,9 +17,10 @@ from beamsearch.schema import (
     TimingKnobs,
     TimingRequest,
     TimingResult,
+    Tolerance,
     VerifyRequest,
 )
-from tests.conftest import KERNELS
+from tests.conftest import DATA, KERNELS
 from workers.harness import timed_outputs
 from workers.harness.clock import clock_disagreement, measure, timing_checks
 from workers.harness.gpu_lock import device_key, gpu_lock
@@ -72,6 +73,17 @@ def test_a_verified_kernel_is_timed_in_its_process_the_way_the_timing_child_time
     assert all(c.passed for c in timing.checks) and timing.checked_reps
     rejected = verify_kernel(scale_spec, str(KERNELS / "wrong_values.py"), timing=TimingKnobs())
     assert not rejected.passed and rejected.timing is None  # only a kernel that passed is timed
+
+
+def test_the_timing_childs_checks_of_timed_outputs_take_the_runs_rule(scale_spec: RunSpec, tmp_path) -> None:
+    """A kernel as accurate as PyTorch's bf16 forward on a problem where that misses bf16's default rule (the
+    final re-timing's path): its timed outputs fail the default rule and pass the run's looser one."""
+    spec = scale_spec.model_copy(update={"problem_path": str(DATA / "cancel_problem.py")})
+    kernel = str(KERNELS / "cancel_as_bf16.py")
+    default = time_target(spec, kernel, lock_dir=str(tmp_path))
+    assert default.status == "failed" and [c.name for c in default.checks if not c.passed] == ["timed_outputs"]
+    loose = time_target(spec.model_copy(update={"tolerance": Tolerance(atol=0.02, rtol=0.02)}), kernel, lock_dir=str(tmp_path))
+    assert loose.status == "ok", loose.reason
 
 
 def test_a_kernel_that_dies_when_timed_fails_its_timing_not_its_verdict(scale_spec: RunSpec) -> None:
