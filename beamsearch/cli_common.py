@@ -44,7 +44,8 @@ def resolve_run(args: argparse.Namespace) -> tuple[ProblemRef, RunSpec]:
             fail(f"--device {device}: no CUDA GPU is visible here (use --device cpu for Triton's interpreter)")
     shapes = args.shapes if args.shapes != "auto" else ("full" if device.startswith("cuda") else "small")
     try:
-        tolerance = given_tolerance(args.dtype, args.atol, args.rtol)
+        # a tool that builds its own namespace without the options (scripts/benchmark.py) gets the default
+        tolerance = given_tolerance(args.dtype, getattr(args, "atol", None), getattr(args, "rtol", None))
     except ValidationError:
         fail(f"--atol and --rtol must be finite and not negative (got {args.atol}, {args.rtol})")
     return problem, RunSpec(problem_path=problem.problem_path, shapes=shapes, device=device, dtype=args.dtype,
