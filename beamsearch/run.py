@@ -119,8 +119,11 @@ def main(argv: list[str] | None = None) -> int:
     out = _given_or_latest_out(config, problem.name, resume)  # None: a new folder, made once the options pass
     kernel = None if resume else _starting_kernel(config, problem)
     previous = _previous_state(TraceWriter(out), resume, out) if out else None
-    if previous is not None:  # the run's own options hold but those RESUME_MAY_CHANGE names
-        config = previous.config.model_copy(update={k: getattr(config, k) for k in given & RESUME_MAY_CHANGE})
+    if previous is not None:
+        config, kept = resumed_config(previous.config, config, given)
+        if kept:
+            print(f"--resume keeps the run's own {', '.join(kept)}: start a new run to change "
+                  f"{'it' if len(kept) == 1 else 'them'}", file=sys.stderr)  # fmt: skip
     if config.sweep and config.proposing:
         fail("--sweep tries the offline optimiser's knob space: it takes no --llm or --replay")
     for flag, folder in (("--replay", config.replay), ("--compiler-recording", config.compiler_recording)):
@@ -248,6 +251,15 @@ def _problem_of_run(out: Path) -> str:
     if state is None:
         fail(f"--resume: no run to resume in {out} (no state.json)")
     return state.config.problem
+
+
+def resumed_config(saved: SearchConfig, given_config: SearchConfig, given: set[str]) -> tuple[SearchConfig, list[str]]:
+    """A resumed run's options: its own, but those RESUME_MAY_CHANGE names taken from the command line; and
+    the options given otherwise than the run has them, which it keeps (named so, not dropped unsaid)."""
+    config = saved.model_copy(update={k: getattr(given_config, k) for k in given & RESUME_MAY_CHANGE})
+    kept = sorted(k for k in given - RESUME_MAY_CHANGE - {"problem", "out"}
+                  if getattr(given_config, k) != getattr(saved, k))  # fmt: skip
+    return config, kept
 
 
 def run_spec(config: SearchConfig, problem_path: str, device: str) -> RunSpec:

@@ -147,6 +147,17 @@ def test_atol_or_rtol_sets_the_runs_rule_and_the_other_keeps_the_dtypes_default(
     assert run_spec(parse_args(["--problem", "p"])[0], str(DATA / "cancel_problem.py"), "cuda").tolerance is None
 
 
+def test_a_resume_takes_what_it_may_change_and_names_what_it_keeps() -> None:
+    from beamsearch.run import parse_args, resumed_config
+
+    saved = SearchConfig(problem="p", rounds=4, atol=0.04)
+    given_config, _, given = parse_args(["--problem", "p", "--rounds", "6", "--atol", "0.1", "--dtype", "bf16",
+                                         "--rtol", "0.02"])  # fmt: skip
+    config, kept = resumed_config(saved, given_config, given)
+    assert config.rounds == 6 and config.atol == 0.04 and config.rtol is None  # the run's own rule holds
+    assert kept == ["atol", "rtol"]  # the dtype given is the run's own: nothing to say of it
+
+
 def test_a_sweep_runs_to_its_last_point_unless_given_rounds_or_minutes() -> None:
     from beamsearch.config import SWEEP_ROUNDS
     from beamsearch.run import parse_args
