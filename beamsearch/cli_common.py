@@ -9,6 +9,7 @@ from typing import NoReturn
 
 from pydantic import ValidationError
 
+from beamsearch.config import SearchConfig
 from beamsearch.problems import ProblemNotFound, ProblemRef, resolve_problem
 from beamsearch.schema import RunSpec, given_tolerance
 
@@ -21,9 +22,8 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
         help="problem size: auto = full on a GPU, small on the CPU (Triton's interpreter is slow)",
     )  # fmt: skip
     parser.add_argument("--dtype", default="bf16", choices=["bf16", "fp16", "fp32"])
-    parser.add_argument("--atol", type=float, default=None, help="the values checks' absolute tolerance against the "
-                        "reference one precision up; default: the dtype's (bf16 1e-2, fp16 1e-3, fp32 1e-4)")
-    parser.add_argument("--rtol", type=float, default=None, help="the values checks' relative tolerance; default: the dtype's")
+    for name in ("atol", "rtol"):  # as the search's own options say them
+        parser.add_argument(f"--{name}", type=float, default=None, help=SearchConfig.model_fields[name].description)
     parser.add_argument("--json", action="store_true", help="print the result as JSON instead of a table")
 
 
