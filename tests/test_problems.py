@@ -13,6 +13,7 @@ from workers.harness.problem_instance import (
     instantiate,
     load_problem_module,
     reference_output,
+    shapes_instance,
 )
 
 FIVE = [
@@ -89,3 +90,32 @@ def test_problem_without_small_shapes_is_a_clear_error(tmp_path) -> None:
     spec = RunSpec(problem_path=str(path), shapes="small", device="cpu")
     with pytest.raises(ProblemLoadError, match="no SMALL_SHAPES"):
         load_problem_module(spec)
+
+
+def test_the_shapes_instance_is_meta_tensors_even_where_a_problem_names_its_own_device(tmp_path) -> None:
+    """What ``compile_ahead`` is given: the inputs' and weights' shapes and dtypes, no memory anywhere,
+    even for a problem that builds its inputs on a device of its own choosing."""
+    path = tmp_path / "problem.py"
+    path.write_text(
+        "import torch\n"
+        "class Model(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.lin = torch.nn.Linear(32, 16)\n"
+        "    def forward(self, x):\n"
+        "        return self.lin(x)\n"
+        "def get_inputs():\n"
+        "    return [torch.randn(64, 32, device='cpu'), 3]\n"
+        "def get_init_inputs():\n"
+        "    return []\n"
+    )
+    spec = RunSpec(problem_path=str(path), shapes="full", device="cpu", dtype="bf16")
+    module = load_problem_module(spec)
+    real, shapes = instantiate(module, spec, seed=0), shapes_instance(module, spec, seed=0)
+    assert shapes.inputs[1] == 3 and shapes.inputs[0].device.type == "meta"
+    assert (shapes.inputs[0].shape, shapes.inputs[0].dtype) == (real.inputs[0].shape, real.inputs[0].dtype)
+    assert all(p.device.type == "meta" and p.dtype == torch.bfloat16 for p in shapes.model.parameters())
+    path.write_text(path.read_text().replace("return [torch.randn(64, 32, device='cpu'), 3]",
+                                             "return [torch.randn(64, 32), int(torch.randint(1, 5, ()).item())]"))  # fmt: skip
+    with pytest.raises(Exception):  # noqa: B017 - whatever torch raises for a value of a meta tensor
+        shapes_instance(load_problem_module(spec), spec, seed=0)

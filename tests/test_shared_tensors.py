@@ -62,3 +62,20 @@ def test_a_receive_with_a_deadline_times_out_and_then_still_gets_the_next_messag
         b.recv(timeout_s=0.05)
     a.send({"op": "late"})
     assert b.recv(timeout_s=1.0) == ({"op": "late"}, [])
+
+
+def test_meta_tensors_cross_as_shapes_strides_and_offsets_and_a_view_past_its_storage_is_refused() -> None:
+    """``compile_ahead`` sends the inputs' shapes as meta tensors: no memory, the same layout."""
+    a, b = Channel.pair()
+    x = torch.empty(8, 6, dtype=torch.bfloat16, device="meta")[:, 2:4]
+    tensors: list[torch.Tensor] = []
+    a.send({"x": encode_value(x, tensors)}, tensors)
+    body, got = b.recv()
+    y = decode_value(body["x"], got)
+    assert y.device.type == "meta" and y.dtype == x.dtype
+    assert (y.shape, y.stride(), y.storage_offset()) == (x.shape, x.stride(), x.storage_offset())
+    past = {"body": {}, "tensors": [{"dtype": "float32", "shape": [100], "stride": [1], "offset": 0,
+                                     "storage": {"kind": "meta", "size": 16}}]}  # fmt: skip
+    a.sock.send(json.dumps(past).encode())
+    with pytest.raises(ProtocolError):
+        b.recv()

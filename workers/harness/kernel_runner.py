@@ -3,7 +3,8 @@
 The verification child (``verify_child``, the *judge*; the timing child is one too) forks this process at
 start-up, before it has touched a GPU or read anything about its job, so the runner holds no secret of
 the judge's: not the key that signs the verdict, not the references. The judge then sends requests over a socket pair
-(``shared_tensors``): *load* a kernel file, *call* it on these inputs (shared memory, never copied).
+(``shared_tensors``): *load* a kernel file, *compile* what it launches before the checks (on a GPU,
+``compile_ahead``), *call* it on these inputs (shared memory, never copied).
 The runner answers with the outputs (shared back) and what its observers saw: PyTorch operators
 (``torch_guard.ObservedCall``), host-side reads, threads and processes left running, and names of
 the harness that were replaced (``integrity``). The judge compares and decides; anything the runner
@@ -47,6 +48,7 @@ from workers.harness.allocator import keep_large_blocks_whole
 from workers.harness.binding import BindError, bind
 from workers.harness.child_process import start_cuda_early
 from workers.harness.clock import measure
+from workers.harness.compile_ahead import compile_ahead
 from workers.harness.compiled_code import launch_hash
 from workers.harness.integrity import BackgroundWork, Snapshot, ThreadStarts
 from workers.harness.problem_instance import load_kernel_function, select_device_name
@@ -55,6 +57,8 @@ from workers.harness.runner_messages import (
     CallReply,
     CallReport,
     CallRequest,
+    CompileReply,
+    CompileRequest,
     ErrorReply,
     HashReply,
     HashRequest,
@@ -218,6 +222,20 @@ class _Runner:
             return ErrorReply(error=reply.error.model_copy(update={"sandbox": self.sandbox}))
         return LoadReply(sandbox=self.sandbox, **self._evidence())
 
+    def compile(self, body: CompileRequest, tensors: list[torch.Tensor]) -> CompileReply | ErrorReply:
+        """Compile what the loaded kernel's file launches for the request's meta inputs, in a second import
+        of it that is then dropped (``compile_ahead``). The tensors stay unbound: calls bring their own."""
+        if self.fn is None or body.inputs == "same":
+            return ErrorReply(error=RunnerError(status="runtime_error", reason="compile asked for before a load, or "
+                                                "without inputs", traceback=""))  # fmt: skip
+        if not self.device.startswith("cuda"):
+            return CompileReply(compiled=[], stopped="not on a GPU", threads_started=0, **self._evidence())
+        inputs = [decode_value(v, tensors) for v in body.inputs]
+        values = {k: decode_value(v, tensors) for k, v in body.values.items()}
+        with ThreadStarts() as threads:
+            compiled, stopped = compile_ahead(body.kernel_path, inputs, values)
+        return CompileReply(compiled=compiled, stopped=stopped, threads_started=threads.n, **self._evidence())
+
     def bound(self, body: OnInputs, tensors: list[torch.Tensor]) -> Callable[[], Any]:
         """kernel_function bound to the request's inputs (or the previous request's: ``"same"``)."""
         if body.inputs != "same":
@@ -366,6 +384,8 @@ def _serve(channel: Channel) -> None:
         try:
             if isinstance(request, LoadRequest):
                 reply, out = runner.load(request), []
+            elif isinstance(request, CompileRequest):
+                reply, out = runner.compile(request, tensors), []
             elif isinstance(request, CallRequest):
                 reply, out = runner.call(request, tensors)
             elif isinstance(request, HashRequest):

@@ -21,6 +21,8 @@ from types import ModuleType
 from typing import Any
 
 import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils._device import _device_constructors
 
 from beamsearch.schema import RunSpec
 from workers.harness.allocator import large_blocks_whole
@@ -120,6 +122,23 @@ def instantiate(module: ModuleType, spec: RunSpec, seed: int) -> ProblemInstance
     model = model.to(device=device, dtype=dtype)
     inputs = [_to_floating(t, device, dtype) for t in inputs]
     return ProblemInstance(model=model, inputs=inputs)
+
+
+def shapes_instance(module: ModuleType, spec: RunSpec, seed: int) -> ProblemInstance:
+    """The model and inputs of ``instantiate`` as meta tensors: shapes, strides and dtypes, no memory and no
+    values (``compile_ahead``). Every tensor factory is sent to the meta device, so a problem that names its
+    own device allocates nothing there either; raises whatever the problem's code raises on tensors without
+    values (``.item()``, a copy to another device)."""
+    with _FactoriesOnMeta():
+        return instantiate(module, spec.model_copy(update={"device": "meta"}), seed)
+
+
+class _FactoriesOnMeta(TorchFunctionMode):
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = dict(kwargs or {})
+        if func in _device_constructors():
+            kwargs["device"] = "meta"
+        return func(*args, **kwargs)
 
 
 def fresh_values_into(module: ModuleType, spec: RunSpec, seed: int, targets: list[Any]) -> None:

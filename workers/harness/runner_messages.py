@@ -48,6 +48,14 @@ class HashRequest(OnInputs):
     op: Literal["hash"] = "hash"
 
 
+class CompileRequest(OnInputs):
+    """Compile what the kernel launches for these inputs (meta tensors) without running it
+    (``compile_ahead``), before the verification takes its place on the GPU."""
+
+    op: Literal["compile"] = "compile"
+    kernel_path: str
+
+
 class TimeBudget(Message):
     """``workers.harness.clock.measure``'s budget."""
 
@@ -71,7 +79,8 @@ class ReleaseRequest(Message):
     op: Literal["release"] = "release"
 
 
-Request = Annotated[LoadRequest | CallRequest | HashRequest | TimeRequest | ReleaseRequest, Field(discriminator="op")]
+Request = Annotated[LoadRequest | CompileRequest | CallRequest | HashRequest | TimeRequest | ReleaseRequest,
+                    Field(discriminator="op")]
 REQUEST: TypeAdapter[Request] = TypeAdapter(Request)
 
 
@@ -88,6 +97,12 @@ class Evidence(Message):
 class LoadReply(Evidence):
     ok: Literal[True] = True
     sandbox: str
+
+
+class CompileReply(Evidence):
+    compiled: list[str]  # the @triton.jit kernels it compiled (or found compiled), in launch order
+    stopped: str  # why the pass ended before kernel_function returned; "" when it did not
+    threads_started: Count
 
 
 class CallReport(Evidence):
@@ -172,6 +187,7 @@ class Note(Message):
 
 REPLIES: dict[str, type[Message]] = {
     "load": LoadReply,
+    "compile": CompileReply,
     "call": CallReply,
     "hash": HashReply,
     "time": TimeReply,

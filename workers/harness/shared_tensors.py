@@ -160,6 +160,9 @@ def _share(t: torch.Tensor) -> tuple[dict[str, Any], int | None]:
         "offset": t.storage_offset(),
     }
     storage = t.untyped_storage()
+    if t.device.type == "meta":  # shapes only (``compile_ahead``): nothing to share
+        meta["storage"] = {"kind": "meta", "size": storage.nbytes()}
+        return meta, None
     if storage.nbytes() == 0:
         meta["storage"] = {"kind": "empty", "device": str(t.device)}
         return meta, None
@@ -192,6 +195,13 @@ def _rebuild(meta: Any, fds: list[int]) -> torch.Tensor:
             fd = fds[meta["fd_index"]]
             storage = torch.UntypedStorage._new_shared_fd_cpu(fd, int(where["size"]))
             device = torch.device("cpu")
+        elif kind == "meta":  # set_ grows a meta storage instead of refusing a view past it
+            size = int(where["size"])
+            last = offset + sum((n - 1) * s for n, s in zip(shape, stride, strict=True)) if all(shape) else -1
+            if (last + 1) * dtype.itemsize > size:
+                raise ProtocolError("a meta tensor's view reaches past its storage")
+            storage = torch.UntypedStorage(size, device="meta")
+            device = torch.device("meta")
         elif kind == "cuda":
             torch.cuda._lazy_init()
             storage = torch.UntypedStorage._new_shared_cuda(

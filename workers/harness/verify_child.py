@@ -8,7 +8,9 @@ between the two, so nothing is copied and the kernel's writes into its inputs ar
 kernel does to its own process (patching ``torch.allclose``, popping our operator guard, forging a
 result file, killing itself) cannot change the comparison or the signed verdict made here.
 
-For each seed: build the model and fresh inputs, compute the reference one precision up, have the
+On a GPU the runner first compiles what the kernel launches for the inputs' shapes (``compile_ahead``),
+before the job takes its place: the first call then loads compiled code instead of compiling it while
+other jobs wait. For each seed: build the model and fresh inputs, compute the reference one precision up, have the
 runner call the kernel under its observers (fresh allocations poisoned), then check what they saw
 (tampering, work left running, PyTorch compute, host-side reads), structure, unwritten elements,
 non-finite values, tolerance and unchanged inputs. On the first seed, three more calls: the same tensors
@@ -83,11 +85,14 @@ from workers.harness.problem_instance import (
     reference_copies,
     reference_output,
     select_device,
+    shapes_instance,
 )
 from workers.harness.runner_messages import (
     REQUEST,
     CallReply,
     CallRequest,
+    CompileReply,
+    CompileRequest,
     ErrorReply,
     Evidence,
     HashReply,
@@ -176,9 +181,11 @@ def verify(req: VerifyRequest, runner: KernelProcess) -> Verdict:
             # The slot is a memory budget (``SearchConfig.verify_per_gpu``), so it covers the timing too:
             # the timing's inputs, their pristine copies and the kept outputs are held while it waits for
             # the measurement lock.
+            module = _load(req, checks, kernel, use)
+            _compile_ahead(req, module, kernel, checks)
             with gpu_slot(req.spec.device, "verify", req.slots):
                 checks.steps.end("slot_taken")
-                module, pool = _verify(req, checks, kernel, use)
+                pool = _verify(req, module, checks, kernel, use)
                 if req.timing is not None:
                     with gpu_in_use(req.spec.device, lock_dir):  # set aside while measuring (gpu_lock)
                         timing = time_after_checks(req, kernel, module, pool, checks.sandbox)
@@ -276,7 +283,7 @@ class _Kernel:
         if not self.runner.alive():
             raise Failed("problem_error", "the kernel's process died before the job began (out of memory?): "
                          + self.runner.describe_death(_output_tail()))  # fmt: skip
-        first_call = isinstance(body, CallRequest) and not self.call_trips_s and expected_s is None
+        first_call = isinstance(body, (CallRequest, CompileRequest)) and not self.call_trips_s and expected_s is None
         deadline_s = None if expected_s is None else HANG_SLACK_S + HANG_FACTOR * expected_s
         if first_call and self.first_call_limit_s is not None:
             deadline_s = self.first_call_limit_s
@@ -284,6 +291,9 @@ class _Kernel:
             raw, tensors_back = self.runner.request(body.model_dump(mode="json"), list(tensors), deadline_s, notes)
             reply = read_reply(body.op, raw)
         except KernelProcessHung as e:
+            if isinstance(body, CompileRequest):
+                raise Failed("timeout", f"compiling it ahead of its first call took over {deadline_s:.0f} s, "
+                                        "the compile time limit; its process was killed") from e  # fmt: skip
             if expected_s is None:
                 raise Failed("timeout", f"its first call (the compile) took over {deadline_s:.0f} s, the "
                                         "compile time limit; its process was killed") from e  # fmt: skip
@@ -316,6 +326,16 @@ class _Kernel:
         checks.results.append(CheckResult(name="imports", passed=True))
         _check_evidence(reply, checks, "at import")
 
+    def compile_ahead(self, kernel_path: str, inputs: list[Any], values: dict[str, Any]) -> CompileReply:
+        """The runner compiles what the kernel launches for these meta tensors (``compile_ahead``), within
+        the first call's limit: a compile that overruns it here is the same ``timeout``."""
+        tensors: list[torch.Tensor] = []
+        body = CompileRequest(kernel_path=kernel_path, inputs=[encode_value(v, tensors) for v in inputs],
+                              values={k: encode_value(v, tensors) for k, v in values.items()})  # fmt: skip
+        reply, _ = self.request(body, tensors)
+        assert isinstance(reply, CompileReply)  # read_reply's type for a compile
+        return reply
+
     def call(self, inputs: list[Any] | None, values: dict[str, Any], where: str, op: str = "call",
              expected_s: float | None = None, notes: list[dict[str, Any]] | None = None,
              **fields: Any) -> tuple[Message, list[torch.Tensor]]:  # fmt: skip
@@ -342,14 +362,14 @@ class _Kernel:
         return reply, outs
 
 
-def _verify(req: VerifyRequest, checks: Checks, kernel: _Kernel,
-            use: Callable[[], contextlib.AbstractContextManager[Any]]) -> tuple[Any, _SharedPool]:  # fmt: skip
-    """Every check; raises Failed at the first that fails. Returns what a timing goes on with.
+def _load(req: VerifyRequest, checks: Checks, kernel: _Kernel,
+          use: Callable[[], contextlib.AbstractContextManager[Any]]) -> Any:  # fmt: skip
+    """The problem's module, and the kernel imported in the runner. Raises Failed.
 
     ``use``: a hold of the GPU's use lock (``gpu_in_use``), taken around each step that runs on the GPU
-    (the kernel's import, each seed's inputs, reference and call, each cache check) rather than around
-    all of them: a timing of another job that waits to have the GPU alone waits for the step running,
-    not for the whole verification, and the steps after it wait for that timing."""
+    (the kernel's import here; in ``_verify`` each seed's inputs, reference and call, each cache check)
+    rather than around all of them: a timing of another job that waits to have the GPU alone waits for the
+    step running, not for the whole verification, and the steps after it wait for that timing."""
     spec = req.spec
     if spec.device.startswith("cuda") and not torch.cuda.is_available():
         raise Failed("problem_error", f"device {spec.device} asked for, but no CUDA GPU is visible")
@@ -365,6 +385,29 @@ def _verify(req: VerifyRequest, checks: Checks, kernel: _Kernel,
     with use():
         kernel.load(req.kernel_path, spec.device, checks)
     checks.steps.end("kernel_imported")
+    return module
+
+
+def _compile_ahead(req: VerifyRequest, module: Any, kernel: _Kernel, checks: Checks) -> None:
+    """On a GPU, have the runner compile what the kernel launches for the first seed's shapes
+    (``compile_ahead``) before the job takes a place and the GPU's use lock: the compile is CPU work, and
+    other jobs' timings would wait for it. Raises Failed for what the kernel does meanwhile, as a call."""
+    if not req.spec.device.startswith("cuda"):
+        return
+    try:
+        shapes = shapes_instance(module, req.spec, req.seeds[0])
+    except Exception:  # noqa: BLE001 - the problem needs values to build its inputs: the first call compiles
+        return
+    reply = kernel.compile_ahead(req.kernel_path, shapes.inputs, model_values(shapes.model))
+    _check_evidence(reply, checks, "while compiled ahead of its first call", reply.threads_started)
+    checks.steps.end("compiled_ahead")
+
+
+def _verify(req: VerifyRequest, module: Any, checks: Checks, kernel: _Kernel,
+            use: Callable[[], contextlib.AbstractContextManager[Any]]) -> _SharedPool:  # fmt: skip
+    """Every check; raises Failed at the first that fails. Returns the memory pool a timing goes on with.
+    ``use``: as for ``_load``."""
+    spec = req.spec
     pool = _SharedPool(spec.device)
     for i, seed in enumerate(req.seeds):
         # The last seed's tensors go before this seed's are made: a verification's memory peak sets how
@@ -422,7 +465,7 @@ def _verify(req: VerifyRequest, checks: Checks, kernel: _Kernel,
                 again = [t.clone() if isinstance(t, torch.Tensor) else t for t in nudged]
             _checked_call(kernel, again, values, reference, req, checks, f"{where}, the same values again")
         checks.steps.end("cache_checks")
-    return module, pool
+    return pool
 
 
 def _eager_note(instance: ProblemInstance, reference: Any, req: VerifyRequest) -> str:

@@ -1,0 +1,126 @@
+"""Compiling a kernel before its verification takes a GPU place (``workers.harness.compile_ahead``): the
+runner's pass over a second import on meta tensors, Triton's launches turned into compiles, and the judge's
+side. The compile itself needs a GPU: ``tests/test_verify_gpu.py`` times it there."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+import torch
+
+from beamsearch.schema import DEFAULT_TOLERANCES, RunSpec, VerifyRequest
+from tests.conftest import DATA, KERNELS
+from workers.harness.compile_ahead import MODULE_NAME, AutotunedLaunch, compile_ahead, launches_compile_only
+from workers.harness.problem_instance import load_kernel_function, load_problem_module
+from workers.harness.runner_messages import CompileReply
+
+KERNEL = '''
+import torch
+SEEN = []
+_buffers = {}
+
+def kernel_function(x, weight):
+    SEEN.append((x.device.type, tuple(x.shape), weight.device.type))
+    _buffers.setdefault(tuple(x.shape), torch.empty_like(x))  # a module-level cache of what it was given
+    return torch.empty_like(x)
+'''
+
+
+def test_the_pass_calls_a_second_import_on_meta_tensors_and_drops_it(tmp_path) -> None:
+    path = tmp_path / "k.py"
+    path.write_text(KERNEL)
+    first = sys.modules[load_kernel_function(path).__module__]
+    x, w = torch.empty(4, 8, device="meta"), torch.empty(8, device="meta")
+    compiled, stopped = compile_ahead(path, [x], {"weight": w})
+    assert (compiled, stopped) == ([], "")
+    assert first.SEEN == [] and first._buffers == {}, "the checked import never sees the meta tensors"
+    assert MODULE_NAME not in sys.modules
+
+
+def test_whatever_stops_the_pass_is_its_reason_not_an_error(tmp_path) -> None:
+    path = tmp_path / "k.py"
+    path.write_text("def kernel_function(x):\n    return x.sum().item()\n")
+    compiled, stopped = compile_ahead(path, [torch.empty(4, device="meta")], {})
+    assert compiled == [] and stopped.startswith("RuntimeError") and "meta" in stopped, stopped
+    path.write_text("kernel_function = 3\n")
+    assert compile_ahead(path, [], {}) == ([], "no callable kernel_function")
+    path.write_text("raise SystemExit(3)\n")
+    assert compile_ahead(path, [], {})[1] == "SystemExit: 3"
+    assert MODULE_NAME not in sys.modules
+
+
+def test_a_jit_launch_becomes_a_compile_and_an_autotuned_one_stops_the_pass(monkeypatch) -> None:
+    from triton.runtime.autotuner import Autotuner
+    from triton.runtime.jit import JITFunction
+
+    def scale(x_ptr, n):  # never compiled here: the launch is recorded
+        pass
+
+    seen = []
+    monkeypatch.setattr(JITFunction, "run", lambda self, *a, grid, warmup, **k: seen.append(warmup))
+    run, tune = JITFunction.run, Autotuner.run
+    kernel = JITFunction(scale)
+    with launches_compile_only() as compiled:
+        kernel[(1,)](torch.empty(4, device="meta"), 4)
+        with pytest.raises(AutotunedLaunch):
+            Autotuner.run(object())
+    assert seen == [True] and compiled == ["scale"]
+    with pytest.raises(RuntimeError), launches_compile_only():
+        raise RuntimeError("the kernel raised")
+    assert (JITFunction.run, Autotuner.run) == (run, tune), "both restored, after a raise too"
+
+
+class _RecordingKernel:
+    def __init__(self, reply: CompileReply) -> None:
+        self.reply, self.sent = reply, []
+
+    def compile_ahead(self, kernel_path, inputs, values) -> CompileReply:
+        self.sent.append((kernel_path, inputs, values))
+        return self.reply
+
+
+def _request(device: str) -> VerifyRequest:
+    spec = RunSpec(problem_path=str(DATA / "scale_rows_problem.py"), shapes="full", device=device, dtype="bf16")
+    return VerifyRequest(spec=spec, kernel_path=str(KERNELS / "good.py"), seeds=[5, 6, 7],
+                         tolerance=DEFAULT_TOLERANCES["bf16"])  # fmt: skip
+
+
+def test_the_judge_sends_the_first_seeds_full_shapes_and_reads_the_evidence_as_a_calls() -> None:
+    from workers.harness import verify_child
+
+    req = _request("cuda")
+    module = load_problem_module(req.spec)
+    clean = CompileReply(compiled=["scale_kernel"], stopped="", threads_started=0, tampering=[], background=[])
+    kernel, checks = _RecordingKernel(clean), verify_child.Checks()
+    verify_child._compile_ahead(req, module, kernel, checks)
+    (path, inputs, values), = kernel.sent
+    real = verify_child.instantiate(module, req.spec.model_copy(update={"device": "meta"}), 5)
+    assert path == req.kernel_path and [t.shape for t in inputs] == [t.shape for t in real.inputs]
+    assert all(t.device.type == "meta" for t in inputs) and "compiled_ahead" in checks.steps.ended
+    threaded = clean.model_copy(update={"threads_started": 1})
+    with pytest.raises(verify_child.Failed, match="compiled ahead"):
+        verify_child._compile_ahead(req, module, _RecordingKernel(threaded), verify_child.Checks())
+    on_cpu = _RecordingKernel(clean)
+    verify_child._compile_ahead(_request("cpu"), module, on_cpu, verify_child.Checks())
+    assert on_cpu.sent == [], "the interpreter compiles nothing"
+
+
+def test_the_runner_answers_a_compile_only_after_a_load_and_on_the_cpu_compiles_nothing(monkeypatch) -> None:
+    from workers.harness.kernel_runner import KernelProcess
+    from workers.harness.runner_messages import CompileRequest, ErrorReply, LoadRequest, read_reply
+    from workers.harness.shared_tensors import encode_value
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")  # as child_process sets it for a CPU child
+    runner = KernelProcess.fork()
+    try:
+        tensors: list[torch.Tensor] = []
+        body = CompileRequest(kernel_path=str(KERNELS / "good.py"),
+                              inputs=[encode_value(torch.empty(4, 8, device="meta"), tensors)])  # fmt: skip
+        early, _ = runner.request(body.model_dump(mode="json"), tensors)
+        assert isinstance(read_reply("compile", early), ErrorReply)
+        runner.request(LoadRequest(kernel_path=str(KERNELS / "good.py"), device="cpu").model_dump(mode="json"))
+        reply = read_reply("compile", runner.request(body.model_dump(mode="json"), tensors)[0])
+        assert isinstance(reply, CompileReply) and reply.stopped == "not on a GPU" and reply.compiled == []
+    finally:
+        runner.stop()

@@ -1,0 +1,77 @@
+"""Compiling a kernel's Triton code before its verification takes a place on the GPU.
+
+A knob variant's first call spends most of its time in Triton's compiler (a CPU job), and the judge makes
+that call holding a verification place and the GPU's use lock, so other jobs' timings wait for a compile.
+Here the runner calls a second import of the kernel file on *meta* tensors (the inputs' shapes, strides
+and dtypes, no memory) with every ``@triton.jit`` launch turned into Triton's own warm-up (compile, do not
+launch). The compiled kernels land in Triton's on-disk cache, so the real first call, on the real inputs
+and under every check, loads them instead of compiling. Alignment specialisation agrees: a meta tensor's
+address is 0, divisible by 16 as a fresh CUDA allocation's is.
+
+The pass is a saving, never a check: whatever stops it early (a kernel that reads values, checks
+``is_cuda``, autotunes) leaves the compile to the first call, as before. The second import is thrown away,
+so nothing a kernel caches at module level from meta tensors reaches the calls that are checked. It runs
+the kernel's code in the runner, so the judge reads its reply's evidence as it reads a call's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from workers.harness.binding import bind
+from workers.harness.problem_instance import import_file
+
+MODULE_NAME = "beamsearch_compile_ahead"
+
+
+class AutotunedLaunch(RuntimeError):
+    """An ``@triton.autotune`` kernel: its configs are chosen by timing real launches, so it compiles in
+    the first call."""
+
+
+@contextlib.contextmanager
+def launches_compile_only() -> Iterator[list[str]]:
+    """Every ``@triton.jit`` launch compiles without launching (Triton's ``warmup``); an autotuned one
+    raises AutotunedLaunch. Yields the names of the kernels compiled (or found compiled)."""
+    from triton.runtime.autotuner import Autotuner
+    from triton.runtime.jit import JITFunction
+
+    compiled: list[str] = []
+    run, tune = JITFunction.run, Autotuner.run
+
+    def compile_only(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
+        kernel = run(self, *args, grid=grid, warmup=True, **kwargs)
+        compiled.append(getattr(self, "__name__", "kernel"))
+        return kernel
+
+    def refuse(self: Any, *args: Any, **kwargs: Any) -> Any:
+        raise AutotunedLaunch(f"{getattr(self, 'fn', self)!r} is autotuned: it compiles in its first call")
+
+    JITFunction.run, Autotuner.run = compile_only, refuse  # type: ignore[method-assign]
+    try:
+        yield compiled
+    finally:
+        JITFunction.run, Autotuner.run = run, tune  # type: ignore[method-assign]
+
+
+def compile_ahead(kernel_path: str | Path, inputs: list[Any], values: dict[str, Any]) -> tuple[list[str], str]:
+    """Compile what ``kernel_function`` launches for these (meta) inputs: the kernels compiled, and why
+    the pass stopped early ("" when it ran to the end). Never raises for what the kernel does."""
+    compiled: list[str] = []
+    try:
+        with launches_compile_only() as compiled, torch.no_grad():
+            fn = getattr(import_file(kernel_path, MODULE_NAME), "kernel_function", None)
+            if not callable(fn):
+                return compiled, "no callable kernel_function"
+            bind(fn, inputs, values)()
+    except BaseException as e:  # noqa: BLE001 - SystemExit and KeyboardInterrupt from the kernel included
+        return compiled, f"{type(e).__name__}: {e}".splitlines()[0][:300]
+    finally:
+        sys.modules.pop(MODULE_NAME, None)
+    return compiled, ""
