@@ -6,7 +6,8 @@
 Reads the round's ``candidates/*/result.json``. Each row starts when the candidate's verification child
 began work (``Verdict.started_at``) and marks, from its steps (``Verdict.steps_s``, ``TimingResult.steps_s``):
 
-    s  waiting for a verification place (``gpu_slot``)     u  waiting to share the GPU (``gpu_in_use``)
+    a  loading the kernel and compiling it ahead (GPU)     s  waiting for a verification place (``gpu_slot``)
+    u  waiting to share the GPU (``gpu_in_use``)
     c  the checks (compile, seeds, cache checks)           w  waiting for the measurement lock
     T  measuring, the GPU to itself                        k  checking the timed repetitions' outputs
 
@@ -39,7 +40,8 @@ def phases(result: TaskResult) -> list[tuple[str, float, float]]:
     slot = steps.get("slot_taken", 0.0)
     use = steps.get("in_use", slot)
     checks = next((steps[k] for k in CHECKS_END if k in steps), use)
-    out = [("s", t0, t0 + slot), ("u", t0 + slot, t0 + use), ("c", t0 + use, t0 + checks)]
+    ahead = steps.get("compiled_ahead", 0.0)  # before the place (workers.harness.compile_ahead)
+    out = [("a", t0, t0 + ahead), ("s", t0 + ahead, t0 + slot), ("u", t0 + slot, t0 + use), ("c", t0 + use, t0 + checks)]
     timing = verdict.timing
     if timing is not None and timing.steps_s:
         ts = timing.steps_s

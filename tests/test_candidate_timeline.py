@@ -34,3 +34,10 @@ def test_a_candidate_without_a_verification_is_left_out() -> None:
     bare = TaskResult(task_id="r1-t9", parent_id="input", round=1, direction=0, status="no_proposal", reason="")
     assert candidate_timeline.phases(bare) == []
     assert candidate_timeline.draw([bare], step_s=1.0) == ["no candidate of this round has a verification with its steps"]
+
+
+def test_the_compile_ahead_of_the_place_is_drawn_before_the_wait_for_it() -> None:
+    ahead = _candidate(2, 100.0, 3.0)
+    ahead.tries[0].verdict.steps_s["compiled_ahead"] = 1.0  # loaded and compiled in 1 s, then 2 s for a place
+    assert [m for m, _, _ in candidate_timeline.phases(ahead)] == ["a", "s", "c", "w", "T"]
+    assert candidate_timeline.draw([ahead], step_s=1.0)[0].endswith("|assccwT| 0.0 s")
