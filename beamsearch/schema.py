@@ -208,7 +208,8 @@ class Verdict(Record):
     startup_s: float = Field(0.0, description="from handing the request over to the child's first line of work")
     child_s: float = Field(0.0, description="time inside the child, from the request read to the verdict")
     kernel_call_s: float = Field(0.0, description="time inside kernel_function calls (first call compiles)")
-    first_call_s: float = Field(0.0, description="the first call alone: compilation plus one run")
+    first_call_s: float = Field(0.0, description="the first call alone: one run, plus the compile where it was "
+                                "not compiled ahead of the place (``workers.harness.compile_ahead``)")
     traceback: str = ""
     nudge_seed: int | None = Field(None, description="seed of the random places changed for the small-change "
                                                      "call (drawn per verification, so no kernel can foresee it)")
@@ -226,6 +227,10 @@ class Verdict(Record):
                               "other jobs' timings and profiles to end (gpu_lock.gpu_in_use)")
     compiled_hash: str | None = Field(None, description="hash of the compiled code the first call launched, where "
                                       "the request named known codes (``VerifyRequest.known_compiled``)")
+    compiled_ahead: list[str] = Field([], description="the Triton kernels compiled before the job took its place "
+                                      "(``workers.harness.compile_ahead``; GPU only)")
+    compile_ahead_stopped: str = Field("", description="why that pass stopped before kernel_function returned "
+                                       "(the rest compiled in the first call); empty when it did not")
 
 
 class BenchRow(Record):

@@ -11,7 +11,7 @@ import torch
 
 from beamsearch.schema import DEFAULT_TOLERANCES, RunSpec, VerifyRequest
 from tests.conftest import DATA, KERNELS
-from workers.harness.compile_ahead import MODULE_NAME, AutotunedLaunch, compile_ahead, launches_compile_only
+from workers.harness.compile_ahead import MODULE_NAME, StoppedLaunch, compile_ahead, launches_compile_only
 from workers.harness.problem_instance import load_kernel_function, load_problem_module
 from workers.harness.runner_messages import CompileReply
 
@@ -38,6 +38,15 @@ def test_the_pass_calls_a_second_import_on_meta_tensors_and_drops_it(tmp_path) -
     assert MODULE_NAME not in sys.modules
 
 
+def test_a_module_the_copy_imports_first_is_dropped_with_it(tmp_path, monkeypatch) -> None:
+    (tmp_path / "helper_only_for_the_pass.py").write_text("CACHE = []\n")
+    path = tmp_path / "k.py"
+    path.write_text("def kernel_function(x):\n    import helper_only_for_the_pass as h\n    h.CACHE.append(x)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert compile_ahead(path, [torch.empty(2, device="meta")], {}) == ([], "")
+    assert "helper_only_for_the_pass" not in sys.modules
+
+
 def test_whatever_stops_the_pass_is_its_reason_not_an_error(tmp_path) -> None:
     path = tmp_path / "k.py"
     path.write_text("def kernel_function(x):\n    return x.sum().item()\n")
@@ -57,18 +66,22 @@ def test_a_jit_launch_becomes_a_compile_and_an_autotuned_one_stops_the_pass(monk
     def scale(x_ptr, n):  # never compiled here: the launch is recorded
         pass
 
+    from triton.compiler.compiler import CompiledKernel
+
     seen = []
     monkeypatch.setattr(JITFunction, "run", lambda self, *a, grid, warmup, **k: seen.append(warmup))
-    run, tune = JITFunction.run, Autotuner.run
+    before = JITFunction.run, Autotuner.run, CompiledKernel.__getitem__
     kernel = JITFunction(scale)
     with launches_compile_only() as compiled:
         kernel[(1,)](torch.empty(4, device="meta"), 4)
-        with pytest.raises(AutotunedLaunch):
+        with pytest.raises(StoppedLaunch, match="autotuned"):
             Autotuner.run(object())
+        with pytest.raises(StoppedLaunch, match="handle"):
+            CompiledKernel.__getitem__(object(), (1,))
     assert seen == [True] and compiled == ["scale"]
     with pytest.raises(RuntimeError), launches_compile_only():
         raise RuntimeError("the kernel raised")
-    assert (JITFunction.run, Autotuner.run) == (run, tune), "both restored, after a raise too"
+    assert (JITFunction.run, Autotuner.run, CompiledKernel.__getitem__) == before, "restored, after a raise too"
 
 
 class _RecordingKernel:
@@ -98,6 +111,7 @@ def test_the_judge_sends_the_first_seeds_full_shapes_and_reads_the_evidence_as_a
     real = verify_child.instantiate(module, req.spec.model_copy(update={"device": "meta"}), 5)
     assert path == req.kernel_path and [t.shape for t in inputs] == [t.shape for t in real.inputs]
     assert all(t.device.type == "meta" for t in inputs) and "compiled_ahead" in checks.steps.ended
+    assert checks.compiled_ahead == ["scale_kernel"] and checks.compile_ahead_stopped == ""
     threaded = clean.model_copy(update={"threads_started": 1})
     with pytest.raises(verify_child.Failed, match="compiled ahead"):
         verify_child._compile_ahead(req, module, _RecordingKernel(threaded), verify_child.Checks())

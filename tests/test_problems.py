@@ -117,5 +117,5 @@ def test_the_shapes_instance_is_meta_tensors_even_where_a_problem_names_its_own_
     assert all(p.device.type == "meta" and p.dtype == torch.bfloat16 for p in shapes.model.parameters())
     path.write_text(path.read_text().replace("return [torch.randn(64, 32, device='cpu'), 3]",
                                              "return [torch.randn(64, 32), int(torch.randint(1, 5, ()).item())]"))  # fmt: skip
-    with pytest.raises(Exception):  # noqa: B017 - whatever torch raises for a value of a meta tensor
+    with pytest.raises(RuntimeError, match="meta"):
         shapes_instance(load_problem_module(spec), spec, seed=0)

@@ -237,7 +237,8 @@ def test_a_kernel_is_compiled_before_its_place_and_its_first_call_only_loads_it_
         path = tmp_path / f"v{k}.py"
         path.write_text(_OWN_KERNEL.format(tag="k" + uuid.uuid4().hex[:12], guard="pass"))
         verdict = verify_kernel(gpu_spec, str(path), first_call_limit_s=60)
-        assert verdict.passed, verdict.reason
+        assert verdict.passed and verdict.compile_ahead_stopped == "", (verdict.reason, verdict.compile_ahead_stopped)
+        assert len(verdict.compiled_ahead) == 2  # both launches of its kernel
     ahead_s = verdict.steps_s["compiled_ahead"] - verdict.steps_s["kernel_imported"]
     assert verdict.first_call_s < 0.5 * ahead_s, (verdict.first_call_s, ahead_s, verdict.steps_s)
 
@@ -248,9 +249,10 @@ def test_a_kernel_that_refuses_meta_tensors_compiles_in_its_first_call_and_passe
     path.write_text(_OWN_KERNEL.format(tag="guarded", guard=guard))
     verdict = verify_kernel(gpu_spec, str(path), timing=TimingKnobs())
     assert verdict.passed and verdict.timing.status == "ok", verdict.reason
-    assert "compiled_ahead" in verdict.steps_s
+    assert "CUDA tensor" in verdict.compile_ahead_stopped and verdict.compiled_ahead == []
 
 
 def test_an_autotuned_kernel_compiles_in_its_first_call_and_passes_on_gpu(gpu_spec) -> None:
     verdict = verify_kernel(gpu_spec, str(KERNELS / "autotuned_scale.py"), timing=TimingKnobs())
     assert verdict.passed and verdict.timing.status == "ok", verdict.reason
+    assert "autotuned" in verdict.compile_ahead_stopped

@@ -9,9 +9,12 @@ and under every check, loads them instead of compiling. Alignment specialisation
 address is 0, divisible by 16 as a fresh CUDA allocation's is.
 
 The pass is a saving, never a check: whatever stops it early (a kernel that reads values, checks
-``is_cuda``, autotunes) leaves the compile to the first call, as before. The second import is thrown away,
-so nothing a kernel caches at module level from meta tensors reaches the calls that are checked. It runs
-the kernel's code in the runner, so the judge reads its reply's evidence as it reads a call's.
+``is_cuda``, autotunes, calls a compiled kernel's handle) leaves the compile to the first call, as before.
+The second import, and any file beside it that it imports and was not loaded before, is thrown away, so what the kernel
+file caches at module level from meta tensors never reaches the calls that are checked. Modules both imports
+share (a sibling file the kernel file imports, torch's and Triton's registries) are not isolated. It runs
+the kernel's code in the runner, outside the verification place and the GPU's use lock, so the judge reads
+its reply's evidence as it reads a call's, and the runner synchronises and gives back any memory it took.
 """
 
 from __future__ import annotations
@@ -30,20 +33,23 @@ from workers.harness.problem_instance import import_file
 MODULE_NAME = "beamsearch_compile_ahead"
 
 
-class AutotunedLaunch(RuntimeError):
-    """An ``@triton.autotune`` kernel: its configs are chosen by timing real launches, so it compiles in
-    the first call."""
+class StoppedLaunch(RuntimeError):
+    """A launch the pass cannot turn into a compile: an ``@triton.autotune`` kernel (its configs are chosen
+    by timing real launches) or a compiled kernel's handle called directly (it would launch on meta
+    tensors' null addresses). Such a kernel compiles in its first call."""
 
 
 @contextlib.contextmanager
 def launches_compile_only() -> Iterator[list[str]]:
-    """Every ``@triton.jit`` launch compiles without launching (Triton's ``warmup``); an autotuned one
-    raises AutotunedLaunch. Yields the names of the kernels compiled (or found compiled)."""
+    """Every ``@triton.jit`` launch compiles without launching (Triton's ``warmup``); an autotuned one, or
+    a compiled kernel's handle, raises StoppedLaunch. Yields the names of the kernels compiled (or found
+    compiled)."""
+    from triton.compiler.compiler import CompiledKernel
     from triton.runtime.autotuner import Autotuner
     from triton.runtime.jit import JITFunction
 
     compiled: list[str] = []
-    run, tune = JITFunction.run, Autotuner.run
+    run, tune, handle = JITFunction.run, Autotuner.run, CompiledKernel.__getitem__
 
     def compile_only(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
         kernel = run(self, *args, grid=grid, warmup=True, **kwargs)
@@ -51,19 +57,23 @@ def launches_compile_only() -> Iterator[list[str]]:
         return kernel
 
     def refuse(self: Any, *args: Any, **kwargs: Any) -> Any:
-        raise AutotunedLaunch(f"{getattr(self, 'fn', self)!r} is autotuned: it compiles in its first call")
+        raise StoppedLaunch(f"{getattr(self, 'fn', self)!r} is autotuned: it compiles in its first call")
 
-    JITFunction.run, Autotuner.run = compile_only, refuse  # type: ignore[method-assign]
+    def refuse_handle(self: Any, grid: Any) -> Any:
+        raise StoppedLaunch(f"a compiled kernel's handle ({getattr(self, 'name', '?')}) would launch on meta tensors")
+
+    JITFunction.run, Autotuner.run, CompiledKernel.__getitem__ = compile_only, refuse, refuse_handle  # type: ignore[method-assign]
     try:
         yield compiled
     finally:
-        JITFunction.run, Autotuner.run = run, tune  # type: ignore[method-assign]
+        JITFunction.run, Autotuner.run, CompiledKernel.__getitem__ = run, tune, handle  # type: ignore[method-assign]
 
 
 def compile_ahead(kernel_path: str | Path, inputs: list[Any], values: dict[str, Any]) -> tuple[list[str], str]:
     """Compile what ``kernel_function`` launches for these (meta) inputs: the kernels compiled, and why
     the pass stopped early ("" when it ran to the end). Never raises for what the kernel does."""
     compiled: list[str] = []
+    modules = set(sys.modules)
     try:
         with launches_compile_only() as compiled, torch.no_grad():
             fn = getattr(import_file(kernel_path, MODULE_NAME), "kernel_function", None)
@@ -73,5 +83,9 @@ def compile_ahead(kernel_path: str | Path, inputs: list[Any], values: dict[str, 
     except BaseException as e:  # noqa: BLE001 - SystemExit and KeyboardInterrupt from the kernel included
         return compiled, f"{type(e).__name__}: {e}".splitlines()[0][:300]
     finally:
-        sys.modules.pop(MODULE_NAME, None)
+        folder = Path(kernel_path).resolve().parent
+        for name in set(sys.modules) - modules:  # the copy, and files beside it that it imported first
+            file = getattr(sys.modules.get(name), "__file__", None)
+            if name == MODULE_NAME or (file and Path(file).resolve().parent == folder):
+                sys.modules.pop(name, None)
     return compiled, ""

@@ -234,6 +234,11 @@ class _Runner:
         values = {k: decode_value(v, tensors) for k, v in body.values.items()}
         with ThreadStarts() as threads:
             compiled, stopped = compile_ahead(body.kernel_path, inputs, values)
+        try:
+            _synchronize()  # a launch that escaped the pass faults here, not in a checked call
+        except BaseException as e:  # noqa: BLE001
+            return _error("runtime_error", e)
+        release_memory(self.device)  # what the pass allocated is not the kernel's peak in its place
         return CompileReply(compiled=compiled, stopped=stopped, threads_started=threads.n, **self._evidence())
 
     def bound(self, body: OnInputs, tensors: list[torch.Tensor]) -> Callable[[], Any]:

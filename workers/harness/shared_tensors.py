@@ -196,7 +196,9 @@ def _rebuild(meta: Any, fds: list[int]) -> torch.Tensor:
             storage = torch.UntypedStorage._new_shared_fd_cpu(fd, int(where["size"]))
             device = torch.device("cpu")
         elif kind == "meta":  # set_ grows a meta storage instead of refusing a view past it
-            size = int(where["size"])
+            size = where["size"]
+            if not _ints([size]):
+                raise ProtocolError("bad meta storage size")
             last = offset + sum((n - 1) * s for n, s in zip(shape, stride, strict=True)) if all(shape) else -1
             if (last + 1) * dtype.itemsize > size:
                 raise ProtocolError("a meta tensor's view reaches past its storage")

@@ -143,6 +143,8 @@ class Checks:
         self.call_times_s: list[float] = []
         self.nudge_seed: int | None = None
         self.compiled_hash: str | None = None
+        self.compiled_ahead: list[str] = []
+        self.compile_ahead_stopped = ""
         self.sandbox = ""
         self.steps = Steps()
 
@@ -229,6 +231,8 @@ def verify(req: VerifyRequest, runner: KernelProcess) -> Verdict:
         gpu_peak_gb=_peak_gb(req.spec.device, kernel),
         use_wait_s=sum(use_waits_s),
         compiled_hash=checks.compiled_hash,
+        compiled_ahead=checks.compiled_ahead,
+        compile_ahead_stopped=checks.compile_ahead_stopped,
     )
     if req.session and runner_reusable(verdict):  # the runner waits, idle, for the session's next kernel
         del module, pool  # the pool's segments (inputs shared with the runner) are given back only with it
@@ -400,6 +404,7 @@ def _compile_ahead(req: VerifyRequest, module: Any, kernel: _Kernel, checks: Che
         return
     reply = kernel.compile_ahead(req.kernel_path, shapes.inputs, model_values(shapes.model))
     _check_evidence(reply, checks, "while compiled ahead of its first call", reply.threads_started)
+    checks.compiled_ahead, checks.compile_ahead_stopped = reply.compiled, reply.stopped
     checks.steps.end("compiled_ahead")
 
 
