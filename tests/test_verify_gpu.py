@@ -195,35 +195,21 @@ def test_a_kernel_running_code_already_timed_stops_as_a_duplicate_and_keeps_its_
         session.close()
 
 
-_OWN_KERNEL = '''
-import torch
-import triton
-import triton.language as tl
+def _own_kernel(tag: str, guard: str = "pass") -> str:
+    """_scale.py's kernel under a name and a comment of its own (a source Triton has not compiled before),
+    launched twice: into a workspace kept by shape at module level, then into the output."""
+    source = (KERNELS / "_scale.py").read_text().replace("scale_kernel", f"scale_{tag}")
+    source = source.replace("    r = tl.program_id(0)", f"    # {tag}\n    r = tl.program_id(0)", 1)
+    return source + f"""
 
 _workspaces = {{}}
 
 
-@triton.jit
-def scale_{tag}(x_ptr, w_ptr, out_ptr, rows, cols, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
-    # {tag}: a source Triton has not compiled before
-    r = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)[:, None]
-    c = tl.arange(0, BLOCK_C)[None, :]
-    mask = (r < rows) & (c < cols)
-    x = tl.load(x_ptr + r * cols + c, mask=mask, other=0.0).to(tl.float32)
-    w = tl.load(w_ptr + c, mask=c < cols, other=0.0).to(tl.float32)
-    tl.store(out_ptr + r * cols + c, (x * w).to(out_ptr.dtype.element_ty), mask=mask)
-
-
 def kernel_function(x, weight):
     {guard}
-    rows, cols = x.shape
-    grid = (triton.cdiv(rows, 8),)
-    scratch = _workspaces.setdefault(tuple(x.shape), torch.empty_like(x))  # kept across calls, by shape
-    scale_{tag}[grid](x, weight, scratch, rows, cols, BLOCK_R=8, BLOCK_C=triton.next_power_of_2(cols))
-    out = torch.empty_like(x)
-    scale_{tag}[grid](x, weight, out, rows, cols, BLOCK_R=8, BLOCK_C=triton.next_power_of_2(cols))
-    return out
-'''
+    launch(x, weight, _workspaces.setdefault(tuple(x.shape), torch.empty_like(x)))
+    return launch(x, weight, torch.empty_like(x))
+"""
 
 
 def test_a_kernel_is_compiled_before_its_place_and_its_first_call_only_loads_it_on_gpu(gpu_spec, tmp_path) -> None:
@@ -235,7 +221,7 @@ def test_a_kernel_is_compiled_before_its_place_and_its_first_call_only_loads_it_
 
     for k in range(2):
         path = tmp_path / f"v{k}.py"
-        path.write_text(_OWN_KERNEL.format(tag="k" + uuid.uuid4().hex[:12], guard="pass"))
+        path.write_text(_own_kernel("k" + uuid.uuid4().hex[:12]))
         verdict = verify_kernel(gpu_spec, str(path), first_call_limit_s=60)
         assert verdict.passed and verdict.compile_ahead_stopped == "", (verdict.reason, verdict.compile_ahead_stopped)
         assert len(verdict.compiled_ahead) == 2  # both launches of its kernel
@@ -246,7 +232,7 @@ def test_a_kernel_is_compiled_before_its_place_and_its_first_call_only_loads_it_
 def test_a_kernel_that_refuses_meta_tensors_compiles_in_its_first_call_and_passes_on_gpu(gpu_spec, tmp_path) -> None:
     guard = 'if not x.is_cuda:\n        raise ValueError("x must be a CUDA tensor")'
     path = tmp_path / "k.py"
-    path.write_text(_OWN_KERNEL.format(tag="guarded", guard=guard))
+    path.write_text(_own_kernel("guarded", guard))
     verdict = verify_kernel(gpu_spec, str(path), timing=TimingKnobs())
     assert verdict.passed and verdict.timing.status == "ok", verdict.reason
     assert "CUDA tensor" in verdict.compile_ahead_stopped and verdict.compiled_ahead == []
