@@ -97,6 +97,7 @@ def test_the_shapes_instance_is_meta_tensors_even_where_a_problem_names_its_own_
     even for a problem that builds its inputs on a device of its own choosing."""
     path = tmp_path / "problem.py"
     path.write_text(
+        "import numpy\n"
         "import torch\n"
         "class Model(torch.nn.Module):\n"
         "    def __init__(self):\n"
@@ -105,17 +106,20 @@ def test_the_shapes_instance_is_meta_tensors_even_where_a_problem_names_its_own_
         "    def forward(self, x):\n"
         "        return self.lin(x)\n"
         "def get_inputs():\n"
-        "    return [torch.randn(64, 32, device='cpu'), 3]\n"
+        "    return [torch.randn(64, 32, device='cpu'), 3, torch.from_numpy(numpy.ones((2, 2))).cuda()]\n"
         "def get_init_inputs():\n"
         "    return []\n"
     )
     spec = RunSpec(problem_path=str(path), shapes="full", device="cpu", dtype="bf16")
     module = load_problem_module(spec)
-    real, shapes = instantiate(module, spec, seed=0), shapes_instance(module, spec, seed=0)
-    assert shapes.inputs[1] == 3 and shapes.inputs[0].device.type == "meta"
-    assert (shapes.inputs[0].shape, shapes.inputs[0].dtype) == (real.inputs[0].shape, real.inputs[0].dtype)
+    shapes = shapes_instance(module, spec, seed=0)  # this CPU build has no .cuda(): only its meta path runs
+    x, n, y = shapes.inputs
+    assert n == 3 and x.device.type == y.device.type == "meta"
+    assert (x.shape, y.shape, x.dtype, y.dtype) == ((64, 32), (2, 2), torch.bfloat16, torch.bfloat16)
     assert all(p.device.type == "meta" and p.dtype == torch.bfloat16 for p in shapes.model.parameters())
-    path.write_text(path.read_text().replace("return [torch.randn(64, 32, device='cpu'), 3]",
-                                             "return [torch.randn(64, 32), int(torch.randint(1, 5, ()).item())]"))  # fmt: skip
+    text = path.read_text()
+    start = text.index("    return [torch.randn")
+    path.write_text(text[:start] + "    return [torch.randn(64, 32), int(torch.randint(1, 5, ()).item())]\n"
+                    + text[text.index("def get_init_inputs"):])  # fmt: skip
     with pytest.raises(RuntimeError, match="meta"):
         shapes_instance(load_problem_module(spec), spec, seed=0)

@@ -134,11 +134,27 @@ def shapes_instance(module: ModuleType, spec: RunSpec, seed: int) -> ProblemInst
 
 
 class _FactoriesOnMeta(TorchFunctionMode):
+    """Tensor factories make meta tensors, and a tensor made otherwise (``torch.from_numpy``) becomes one
+    where it would be moved to a device: no memory on any device."""
+
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = dict(kwargs or {})
         if func in _device_constructors():
             kwargs["device"] = "meta"
+        elif func in _MOVES and isinstance(args[0], torch.Tensor) and args[0].device.type != "meta":
+            kwargs.pop("device", None)
+            rest = [a for a in args[1:] if not isinstance(a, (str, torch.device, int))]
+            args = (_as_meta(args[0]), *(rest if func is torch.Tensor.to else []))
+            if func is not torch.Tensor.to:
+                return args[0]
         return func(*args, **kwargs)
+
+
+_MOVES = (torch.Tensor.to, torch.Tensor.cuda, torch.Tensor.pin_memory)
+
+
+def _as_meta(t: torch.Tensor) -> torch.Tensor:
+    return torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta")
 
 
 def fresh_values_into(module: ModuleType, spec: RunSpec, seed: int, targets: list[Any]) -> None:
