@@ -230,22 +230,21 @@ class _Runner:
                                                 "without inputs", traceback=""))  # fmt: skip
         if not self.device.startswith("cuda"):
             return CompileReply(compiled=[], stopped="not on a GPU", threads_started=0, **self._evidence())
-        inputs = [decode_value(v, tensors) for v in body.inputs]
-        values = {k: decode_value(v, tensors) for k, v in body.values.items()}
+        reserved = _peak_bytes(self.device)
         with ThreadStarts() as threads:
-            compiled, stopped = compile_ahead(body.kernel_path, inputs, values)
+            compiled, stopped = compile_ahead(body.kernel_path, *_decoded(body, tensors))
         try:
             _synchronize()  # a launch that escaped the pass faults here, not in a checked call
         except BaseException as e:  # noqa: BLE001
             return _error("runtime_error", e)
-        release_memory(self.device)  # what the pass allocated is not the kernel's peak in its place
+        if _peak_bytes(self.device) > reserved:  # the pass took memory: not the kernel's peak in its place
+            release_memory(self.device)
         return CompileReply(compiled=compiled, stopped=stopped, threads_started=threads.n, **self._evidence())
 
     def bound(self, body: OnInputs, tensors: list[torch.Tensor]) -> Callable[[], Any]:
         """kernel_function bound to the request's inputs (or the previous request's: ``"same"``)."""
         if body.inputs != "same":
-            self.inputs = [decode_value(v, tensors) for v in body.inputs]
-            self.values = {k: decode_value(v, tensors) for k, v in body.values.items()}
+            self.inputs, self.values = _decoded(body, tensors)
         return bind(self.fn, self.inputs, self.values)
 
     def call(self, body: CallRequest, tensors: list[torch.Tensor]) -> tuple[CallReply | ErrorReply, list[torch.Tensor]]:
@@ -354,6 +353,12 @@ class _Runner:
             tampering += [f"{name} was replaced" for name in self.snapshot.changed()]
         background = self.background.left_running() if self.background is not None else []
         return {"tampering": tampering, "background": background}
+
+
+def _decoded(body: OnInputs, tensors: list[torch.Tensor]) -> tuple[list[Any], dict[str, Any]]:
+    """A request's inputs and values, its tensors in place of their indices (not ``"same"``)."""
+    assert body.inputs != "same"
+    return [decode_value(v, tensors) for v in body.inputs], {k: decode_value(v, tensors) for k, v in body.values.items()}
 
 
 def release_memory(device: str) -> None:

@@ -334,9 +334,7 @@ class _Kernel:
         """The runner compiles what the kernel launches for these meta tensors (``compile_ahead``), within
         the first call's limit: a compile that overruns it here is the same ``timeout``."""
         tensors: list[torch.Tensor] = []
-        body = CompileRequest(kernel_path=kernel_path, inputs=[encode_value(v, tensors) for v in inputs],
-                              values={k: encode_value(v, tensors) for k, v in values.items()})  # fmt: skip
-        reply, _ = self.request(body, tensors)
+        reply, _ = self.request(CompileRequest(kernel_path=kernel_path, **_encoded(inputs, values, tensors)), tensors)
         assert isinstance(reply, CompileReply)  # read_reply's type for a compile
         return reply
 
@@ -349,8 +347,7 @@ class _Kernel:
         the slowest call so far)."""
         tensors: list[torch.Tensor] = []
         if inputs is not None:
-            fields |= {"inputs": [encode_value(v, tensors) for v in inputs],
-                       "values": {k: encode_value(v, tensors) for k, v in values.items()}}  # fmt: skip
+            fields |= _encoded(inputs, values, tensors)
         body = REQUEST.validate_python({"op": op, **fields})
         if expected_s is None and self.call_trips_s:
             expected_s = max(self.call_trips_s)  # a call may compile again (new specialisation)
@@ -364,6 +361,12 @@ class _Kernel:
         if op == "call":
             self.call_trips_s.append(time.perf_counter() - start)
         return reply, outs
+
+
+def _encoded(inputs: list[Any], values: dict[str, Any], tensors: list[torch.Tensor]) -> dict[str, Any]:
+    """A request's ``inputs`` and ``values`` fields (``runner_messages.OnInputs``), their tensors appended."""
+    return {"inputs": [encode_value(v, tensors) for v in inputs],
+            "values": {k: encode_value(v, tensors) for k, v in values.items()}}  # fmt: skip
 
 
 def _load(req: VerifyRequest, checks: Checks, kernel: _Kernel,
