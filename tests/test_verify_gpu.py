@@ -81,6 +81,12 @@ def test_a_kernel_that_dies_when_timed_fails_its_timing_on_gpu(gpu_spec: RunSpec
     assert verdict.passed and verdict.timing.status == "crashed", (verdict.reason, verdict.timing)
 
 
+def test_a_kernel_that_dies_in_the_compile_pass_is_a_crash_that_says_so_on_gpu(gpu_spec: RunSpec) -> None:
+    verdict = verify_kernel(gpu_spec, str(KERNELS / "exits_when_compiled_ahead.py"), timing=TimingKnobs())
+    assert verdict.status == "crashed" and "compiled ahead of its first call" in verdict.reason, verdict.reason
+    assert "exited with status 0" in verdict.reason, verdict.reason
+
+
 def test_a_kernel_that_spins_forever_when_timed_is_killed_holding_the_lock_on_gpu(gpu_spec: RunSpec, tmp_path) -> None:
     """A device-side hang under the measurement lock: the runner is killed before the lock is given up,
     and the GPU times the next kernel normally."""
@@ -109,21 +115,22 @@ def _slot_busy(lock_dir) -> bool:
 
 
 def test_a_verification_keeps_its_memory_place_through_its_timing(gpu_spec, tmp_path, monkeypatch) -> None:
-    """Behind another worker's profile, a verification waits (its checks' steps for the GPU's use, which
-    the profile holds alone, or its timing for the measurement lock) still holding its verification place
-    (one here): the place is a memory budget, and its inputs, copies and kept outputs are on the GPU
-    meanwhile. The verdict says how much memory the job used and how long it waited."""
+    """Behind another worker's profile, begun once the verification has its place, the verification waits
+    (its checks' steps for the GPU's use, which the profile holds alone, or its timing for the measurement
+    lock) still holding its verification place (one here): the place is a memory budget, and its inputs,
+    copies and kept outputs are on the GPU meanwhile. (Before its place, at the kernel's import, it waits
+    holding none.) The verdict says how much memory the job used and how long it waited."""
     monkeypatch.setenv("BEAMSEARCH_LOCK_DIR", str(tmp_path))
     done: dict = {}
     job = threading.Thread(target=lambda: done.update(verdict=verify_kernel(
         gpu_spec, str(KERNELS / "good.py"), timing=TimingKnobs(), slots=1)))  # fmt: skip
+    job.start()
+    deadline = time.time() + 120
+    while time.time() < deadline and not _slot_busy(tmp_path):
+        time.sleep(0.005)
     with gpu_lock(gpu_spec.device):  # another worker's profile
-        job.start()
-        deadline = time.time() + 120
-        while time.time() < deadline and not _slot_busy(tmp_path):
-            time.sleep(0.01)
-        time.sleep(3.0)  # the checks of a small problem are done by now: the timing waits for the lock
-        assert job.is_alive() and _slot_busy(tmp_path), "the waiting timing holds the place"
+        time.sleep(3.0)
+        assert job.is_alive() and _slot_busy(tmp_path), "the waiting verification holds the place"
     job.join(120)
     verdict = done["verdict"]
     assert verdict.passed and verdict.timing.status == "ok", (verdict.reason, verdict.timing)

@@ -334,7 +334,12 @@ class _Kernel:
         """The runner compiles what the kernel launches for these meta tensors (``compile_ahead``), within
         the first call's limit: a compile that overruns it here is the same ``timeout``."""
         tensors: list[torch.Tensor] = []
-        reply, _ = self.request(CompileRequest(kernel_path=kernel_path, **_encoded(inputs, values, tensors)), tensors)
+        try:
+            reply, _ = self.request(CompileRequest(kernel_path=kernel_path, **_encoded(inputs, values, tensors)), tensors)
+        except Failed as f:
+            if f.status == "crashed":  # the kernel's own Python ran on meta tensors, unobserved, and ended it
+                f.reason = f"while compiled ahead of its first call (kernel_function on meta tensors): {f.reason}"
+            raise
         assert isinstance(reply, CompileReply)  # read_reply's type for a compile
         return reply
 

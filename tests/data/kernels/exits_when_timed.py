@@ -1,5 +1,6 @@
-"""Bad, only when unobserved: correct under verification's dispatch mode, os._exit(0) otherwise (the
-timing after verification). Its verdict passes; its timing is a crash."""
+"""Bad, only when unobserved on real tensors: correct under verification's dispatch mode and in the
+compile pass (meta tensors), os._exit(0) otherwise (the timing after verification). Its verdict passes;
+its timing is a crash."""
 import os
 import sys
 
@@ -10,6 +11,6 @@ from _scale import launch
 
 
 def kernel_function(x, weight):
-    if torch._C._len_torch_dispatch_stack() == 0:
+    if torch._C._len_torch_dispatch_stack() == 0 and not x.is_meta:
         os._exit(0)
     return launch(x, weight, torch.empty_like(x))
