@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import gc
 import hashlib
 import hmac
 import json
@@ -435,6 +436,7 @@ def serve(request_model: type[Req], handle: Callable[[Req], BaseModel], exit_nor
     """
     if early_cuda:
         start_cuda_early()
+    gc.freeze()  # what the imports made lives as long as the process: a job's collections skip it
     while True:
         req_path = sys.stdin.readline().strip()
         res_path = sys.stdin.readline().strip()

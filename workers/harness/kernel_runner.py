@@ -379,6 +379,7 @@ def _peak_bytes(device: str) -> int:
 def _serve(channel: Channel) -> None:
     warm_up()  # while the judge waits for its job
     start_cuda_early()
+    gc.freeze()  # as the judge does (``child_process.serve``): ``release_memory`` scans only what jobs made
     runner = _Runner()
     while True:
         try:
