@@ -115,10 +115,11 @@ class TimingKnobs(Record):
 
 
 # In-round timings only rank candidates against the beam: the beam's kernels are timed again in full,
-# side by side, before one is crowned (``workers.actor.task.retime``). A tenth of the full budgets keeps the
-# median's spread well under the gaps that decide a beam, while each timing holds the GPU's measurement
-# lock, which every worker of the GPU waits on, about a third as long.
-SEARCH_TIMING: dict[str, float] = {"warmup_ms": 50.0, "rep_ms": 100.0, "max_reps": 100}
+# side by side, before one is crowned (``workers.actor.task.retime``). A fifth of the full repetitions keeps
+# the median's spread well under the gaps that decide a beam, while each timing holds the GPU's measurement
+# lock, which every worker of the GPU waits on, about a third as long. The warm-up is short: the clock's
+# first estimate and margin have run the call ten times already, and a search keeps the GPU busy.
+SEARCH_TIMING: dict[str, float] = {"warmup_ms": 25.0, "rep_ms": 100.0, "max_reps": 100}
 
 
 class TimingRequest(TimingKnobs):

@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import math
 import os
-import random
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -64,7 +63,8 @@ from beamsearch.schema import RunSpec, Tolerance
 from workers.harness.compare import Comparison, compare
 from workers.harness.problem_instance import ProblemInstance, reference_copies, reference_output
 
-_urandom = os.urandom  # taken before any kernel is imported
+_urandom = os.urandom  # taken before any kernel is imported, as are torch's draws below
+_Generator, _randint, _randperm = torch.Generator, torch.randint, torch.randperm
 NUDGED_FRACTION = 1 / 16
 NUDGED_MIN = 8  # tiny inputs: at least this many places change (all of them below that)
 SEGMENTS = 256  # rows an input is cut into, each changed in one window per repetition
@@ -93,7 +93,7 @@ def nudge_(tensors: list[Any], seed: int, fraction: float = NUDGED_FRACTION) -> 
     milliseconds a repetition on inputs of gigabytes, all of it inside the measurement lock. The offsets
     come from ``seed`` on the host, so the judge redraws the same; the row order goes to the device and is
     zeroed before its memory is freed."""
-    rng = random.Random(seed)
+    rng = _Generator().manual_seed(seed)
     with torch.no_grad():
         for flat in _changeable(tensors):
             n = flat.numel()
@@ -101,12 +101,11 @@ def nudge_(tensors: list[Any], seed: int, fraction: float = NUDGED_FRACTION) -> 
             width = n // rows
             run = max(1, round(width * fraction))
             grid = flat[: rows * width].view(rows, width)
-            dest, source = rng.randrange(width - run + 1), rng.randrange(width - run + 1)
-            order = list(range(rows))
-            rng.shuffle(order)
+            dest, source = _randint(width - run + 1, (2,), generator=rng).tolist()
             if rows == 1 and source == dest:  # one row: the window must come from elsewhere in it
                 source = (dest + run) % (width - run + 1)
-            index = torch.tensor(order, device=flat.device)
+            # A generator on the host: Python's shuffle of the rows took most of a repetition's change.
+            index = _randperm(rows, generator=rng).to(flat.device)
             grid[:, dest : dest + run] = grid[index, source : source + run]  # gathered first: overlap is safe
             index.zero_()
 
