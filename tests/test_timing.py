@@ -21,7 +21,7 @@ from beamsearch.schema import (
     VerifyRequest,
 )
 from tests.conftest import DATA, KERNELS
-from workers.harness import timed_outputs
+from workers.harness import clock, timed_outputs
 from workers.harness.clock import clock_disagreement, measure, timing_checks
 from workers.harness.gpu_lock import device_key, gpu_lock
 from workers.harness.problem_instance import instantiate, load_problem_module, reference_copies
@@ -218,6 +218,30 @@ def test_the_judge_rebuilds_a_repetitions_inputs_exactly_on_a_gpu(scale_spec: Ru
         nudge()
         rebuilt = judges_inputs([pristine], seeds, scale_spec)[0]  # in float32, the reference's precision
         assert rebuilt.dtype == torch.float32 and torch.equal(rebuilt, x.float())  # bit for bit, as the judge needs
+
+
+def _spin(cycles: int) -> Any:
+    """A call that keeps the GPU busy for ``cycles`` clock cycles."""
+    return lambda: torch.cuda._sleep(cycles)
+
+
+@pytest.mark.gpu
+def test_a_clear_loser_stops_at_a_first_look_and_a_close_one_is_timed_in_full_on_a_gpu(monkeypatch) -> None:
+    """Far above the screen: three repetitions, no sync margin, no warm-up, no host-clock batches. A first
+    look that does not stop it (the factor set to 0, so a call under the screen is looked at first) takes
+    the margin and the warm-up then, and the timing goes on in full."""
+    call = _spin(2_000_000)  # about a millisecond
+    budget = dict(dtype="bf16", shapes="small", warmup_ms=10.0, rep_ms=40.0, min_reps=10, max_reps=100)
+    call()
+    ms = measure(call, "cuda", **budget).median_ms
+    loser = measure(call, "cuda", **budget, screen_above_ms=ms / 4)
+    assert loser.screened_above_ms == ms / 4 and loser.n == clock.FIRST_LOOK_REPS and loser.median_ms > ms / 2
+    assert loser.sync_margin_ms is None and loser.warmup_n == 0 and loser.host_batch_ms is None
+    assert all(c.passed for c in timing_checks(loser, "cuda", ms / 4))
+    monkeypatch.setattr(clock, "CLEAR_LOSER", 0.0)
+    close = measure(call, "cuda", **budget, screen_above_ms=ms * 4)
+    assert close.screened_above_ms is None and close.n > clock.FIRST_LOOK_REPS and close.sync_margin_ms is not None
+    assert close.warmup_n >= 1 and close.host_batch_ms is not None and close.device_end_n == 0
 
 
 def judged(kept: list[Kept], samples: Sampled, checked: list[int], n_reps: int, seeds: list[int],

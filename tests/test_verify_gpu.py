@@ -11,6 +11,7 @@ from filelock import FileLock, Timeout
 from beamsearch.schema import RunSpec, TimingKnobs
 from tests.conftest import DATA, KERNELS
 from tests.test_verify import BAD_KERNELS
+from workers.harness.clock import FIRST_LOOK_REPS
 from workers.harness.gpu_lock import gpu_lock
 from workers.harness.timing import time_target
 from workers.harness.verify import verify_kernel
@@ -62,15 +63,17 @@ def test_good_kernels_pass_and_time_on_gpu(name: str, gpu_spec: RunSpec) -> None
 
 
 def test_a_timing_slower_than_the_screen_stops_early_on_gpu(gpu_spec: RunSpec) -> None:
-    """Both timing paths stop after 10 repetitions above the screen, skip the host clock's cross-check,
-    and still check the repetitions' stream; the judge confirms the stop was above the screen."""
+    """Both timing paths stop after a first look of a few repetitions far above the screen, skip the host
+    clock's cross-check, and still check the repetitions' stream; the judge confirms the stop was above
+    the screen."""
     knobs = TimingKnobs(screen_above_ms=1e-6)
     verdict = verify_kernel(gpu_spec, str(KERNELS / "good.py"), timing=knobs)
     child = time_target(gpu_spec, str(KERNELS / "good.py"), screen_above_ms=1e-6)
     for timing in (verdict.timing, child):
         assert timing.status == "ok", timing.reason
         t = timing.timing
-        assert t.screened_above_ms == 1e-6 and t.n == 10 and t.host_batch_ms is None and t.host_enqueue_ms is not None
+        assert t.screened_above_ms == 1e-6 and t.n == FIRST_LOOK_REPS and t.host_batch_ms is None
+        assert t.host_enqueue_ms is not None and t.sync_margin_ms is None and t.warmup_n == 0
         checks = {c.name: c.passed for c in timing.checks}
         assert checks["stopped_early_when_slower"] and checks["current_stream"] and "clocks_agree" not in checks
     assert verify_kernel(gpu_spec, str(KERNELS / "good.py"), timing=TimingKnobs(screen_above_ms=1e6)).timing.timing.n > 10

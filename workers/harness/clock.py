@@ -44,6 +44,11 @@ HIDE_LAUNCH_CYCLES = 400_000  # ~200 us at H100/H200 boost clocks: longer than a
 ESCAPE_MS = 0.05
 ESTIMATE_REPS = 5
 MARGIN_REPS = 5
+# A first estimate this many times a search's screen marks a clear loser: it stops after a first look of
+# FIRST_LOOK_REPS repetitions, with no sync margin measured and no warm-up, which for slow calls (tens of
+# milliseconds) were most of its hold on the GPU. Cold calls run slow, hence the factor.
+CLEAR_LOSER = 2.0
+FIRST_LOOK_REPS = 3
 # Each cross-check batch runs about this long: the host's wake-up from the sync (tens of microseconds)
 # stays a fraction of a percent of it, far under the check's tolerance, and a search's timing holds the
 # GPU alone for the three batches.
@@ -76,7 +81,11 @@ def measure(
     ``screen_above_ms``: when the median of the first ``min_reps`` repetitions (after the warm-up) is above
     it, the timing stops there (``Timing.screened_above_ms``), without the host clock's cross-check, which
     only ever finds a call slower than its events say: a search passes the time a candidate must beat to
-    enter its beam, and a clear loser's exact time is not worth the GPU's measurement lock."""
+    enter its beam, and a clear loser's exact time is not worth the GPU's measurement lock. A first
+    estimate ``CLEAR_LOSER`` times the screen is looked at after ``FIRST_LOOK_REPS`` repetitions, before the
+    sync margin and the warm-up; their times are the stream's ends, a lower bound, so work a call leaves
+    on other streams can only keep it from stopping there. If that look does not stop it, the margin and
+    warm-up are taken then and the timing goes on in full."""
     on_gpu = device.startswith("cuda")
     prepare = between_reps or (lambda: None)
     once = _cuda_rep(torch.device(device), prepare) if on_gpu else _cpu_rep(prepare)
@@ -85,13 +94,24 @@ def measure(
     else:
         device_name = "cpu"
     estimate = statistics.median(once(fn)[0][0] for _ in range(ESTIMATE_REPS if on_gpu else 1))
-    margin_ms = _sync_margin_ms(once, torch.device(device), estimate) if on_gpu else 0.0
-    n_warmup = _clamp(warmup_ms / max(estimate, 1e-3), 1, max_reps) if on_gpu else 0
     # Interpreter calls take up to seconds each: a handful is enough to label a CPU time.
     n_min = min_reps if on_gpu else min(min_reps, 3)
     n_rep = _clamp(rep_ms / max(estimate, 1e-3), n_min, max_reps)
-    for _ in range(n_warmup):
-        fn()
+    first_look = (on_gpu and screen_above_ms is not None and n_rep >= FIRST_LOOK_REPS
+                  and estimate > CLEAR_LOSER * screen_above_ms)  # fmt: skip
+    margin_ms: float | None = None  # None: not measured yet, a repetition's time is its stream's end
+
+    def settle() -> int:
+        """The sync margin and the warm-up, before the repetitions timed in full; the warm-up's calls."""
+        nonlocal margin_ms
+        margin_ms = _sync_margin_ms(once, torch.device(device), estimate) if on_gpu else 0.0
+        n = _clamp(warmup_ms / max(estimate, 1e-3), 1, max_reps) if on_gpu else 0
+        for _ in range(n):
+            fn()
+        return n
+
+    n_warmup = 0 if first_look else settle()
+    look_at = FIRST_LOOK_REPS if first_look else n_min
     reps: list[Rep] = []
     screened = False
     while len(reps) < n_rep and not screened:
@@ -100,8 +120,11 @@ def measure(
         if after_rep is not None:
             after_rep(out)
         del out  # as after an untimed call: the next call's memory may reuse it
-        if screen_above_ms is not None and len(reps) == n_min < n_rep:
+        if screen_above_ms is not None and len(reps) == look_at:
+            # Stopped here even where these are all the repetitions: the host clock's batches are spared.
             screened = statistics.median(_rep_ms(rep, margin_ms) for rep in reps) > screen_above_ms
+            if not screened and margin_ms is None:  # the first look was wrong: timed in full from here
+                n_warmup, look_at = settle(), n_min
     escaped = [_escaped(rep, margin_ms) for rep in reps]
     times = [_rep_ms(rep, margin_ms) for rep in reps]
     host_batch_ms = host_enqueue_ms = None
@@ -117,7 +140,7 @@ def measure(
         n=len(times),
         device_end_n=sum(escaped),
         device_gap_ms=statistics.median(gap for _, _, gap, _ in reps) if on_gpu else None,
-        sync_margin_ms=margin_ms if on_gpu else None,
+        sync_margin_ms=margin_ms if on_gpu else None,  # None also where a first look stopped it
         warmup_n=n_warmup,
         method=GPU_METHOD if on_gpu else CPU_METHOD,
         device_name=device_name,
@@ -130,12 +153,13 @@ def measure(
     )
 
 
-def _escaped(rep: Rep, margin_ms: float) -> bool:
-    """The device-wide end came later than the host's own wake-up explains: work escaped the stream."""
-    return rep[2] > margin_ms + ESCAPE_MS
+def _escaped(rep: Rep, margin_ms: float | None) -> bool:
+    """The device-wide end came later than the host's own wake-up explains: work escaped the stream. With
+    no margin measured (a first look), nothing counts as escaped: the stream's end is a lower bound."""
+    return margin_ms is not None and rep[2] > margin_ms + ESCAPE_MS
 
 
-def _rep_ms(rep: Rep, margin_ms: float) -> float:
+def _rep_ms(rep: Rep, margin_ms: float | None) -> float:
     """A repetition's time: to the stream's end, or to the device-wide end where work escaped the stream."""
     stream_ms, device_ms, _, _ = rep
     return device_ms if _escaped(rep, margin_ms) else stream_ms
