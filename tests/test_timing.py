@@ -220,17 +220,15 @@ def test_the_judge_rebuilds_a_repetitions_inputs_exactly_on_a_gpu(scale_spec: Ru
         assert rebuilt.dtype == torch.float32 and torch.equal(rebuilt, x.float())  # bit for bit, as the judge needs
 
 
-def _spin(cycles: int) -> Any:
-    """A call that keeps the GPU busy for ``cycles`` clock cycles."""
-    return lambda: torch.cuda._sleep(cycles)
-
-
 @pytest.mark.gpu
 def test_a_clear_loser_stops_at_a_first_look_and_a_close_one_is_timed_in_full_on_a_gpu(monkeypatch) -> None:
     """Far above the screen: three repetitions, no sync margin, no warm-up, no host-clock batches. A first
     look that does not stop it (the factor set to 0, so a call under the screen is looked at first) takes
     the margin and the warm-up then, and the timing goes on in full."""
-    call = _spin(2_000_000)  # about a millisecond
+
+    def call() -> None:  # about a millisecond of the GPU's time
+        torch.cuda._sleep(2_000_000)
+
     budget = dict(dtype="bf16", shapes="small", warmup_ms=10.0, rep_ms=40.0, min_reps=10, max_reps=100)
     call()
     ms = measure(call, "cuda", **budget).median_ms
