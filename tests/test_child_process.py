@@ -149,3 +149,16 @@ def test_a_process_keeps_spares_for_its_newest_environments_only(monkeypatch) ->
         assert all(s.proc.poll() is None for s in started[1:])
     finally:
         child_process._kill_spares()
+
+
+def test_a_warm_up_runs_only_where_cuda_started_early_and_never_fails_the_job(monkeypatch) -> None:
+    ran = []
+    monkeypatch.setenv(child_process.EARLY_CUDA_INIT, "cpu")
+    assert child_process.start_cuda_early() is False  # a CPU job: no context, so serve runs no warm-up
+
+    def broken() -> None:
+        ran.append(True)
+        raise RuntimeError("no GPU after all")
+
+    child_process.warm_up_early(broken)  # a failed warm-up only costs the job that time
+    assert ran == [True]

@@ -197,3 +197,14 @@ def test_the_fused_pass_applies_the_same_rule_as_torch_on_the_gpu() -> None:
     namespace: dict = {}
     exec(FUSED_CASES, namespace)  # noqa: S102 - the cases above, run here on the GPU
     namespace["check"]("cuda")
+
+
+@pytest.mark.gpu
+def test_a_judges_warm_up_loads_the_comparison_kernel_and_keeps_no_memory() -> None:
+    from workers.harness.compare import warm_up_on_gpu
+    from workers.harness.compare_kernel import _classify
+
+    torch.cuda.empty_cache()
+    warm_up_on_gpu()
+    assert any(kernels for kernels, *_ in _classify.device_caches.values()), "compiled (or loaded) for the GPU"
+    assert torch.cuda.memory_reserved() == 0 and torch.cuda.max_memory_reserved() == 0

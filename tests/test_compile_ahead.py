@@ -4,6 +4,8 @@ side. The compile itself needs a GPU: ``tests/test_verify_gpu.py`` times it ther
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 
 import pytest
@@ -11,6 +13,7 @@ import torch
 
 from beamsearch.schema import DEFAULT_TOLERANCES, RunSpec, VerifyRequest
 from tests.conftest import DATA, KERNELS
+from workers.harness.child_process import EARLY_CUDA_INIT
 from workers.harness.compile_ahead import MODULE_NAME, StoppedLaunch, compile_ahead, launches_compile_only
 from workers.harness.problem_instance import load_kernel_function, load_problem_module
 from workers.harness.runner_messages import CompileReply
@@ -138,3 +141,32 @@ def test_the_runner_answers_a_compile_only_after_a_load_and_on_the_cpu_compiles_
         assert isinstance(reply, CompileReply) and reply.stopped == "not on a GPU" and reply.compiled == []
     finally:
         runner.stop()
+
+
+WARMED_PASS = """
+import sys, torch
+from workers.harness.child_process import start_cuda_early
+assert start_cuda_early()
+from workers.harness.compile_ahead import compile_ahead, warm_up_pass
+from triton.runtime.cache import triton_key
+harness = {m for m in sys.modules if m.startswith("workers.")}
+warm_up_pass()
+assert harness <= set(sys.modules), "the warm-up's pass dropped none of the harness's modules"
+before = set(sys.modules)
+compiled, stopped = compile_ahead(sys.argv[1], [torch.empty(64, 1000, dtype=torch.bfloat16, device="meta")], {})
+assert compiled and not stopped, (compiled, stopped)
+new = {m.split(".")[0] for m in set(sys.modules) - before}
+assert "sympy" not in new and "torch" not in new, sorted(new)
+assert triton_key.cache_info().misses == 1, "Triton hashed its installation once, in the warm-up"
+"""
+
+
+@pytest.mark.gpu
+def test_a_waiting_runners_warm_up_leaves_a_candidates_pass_only_its_own_compile(tmp_path) -> None:
+    """What a process's first pass pays whatever the kernel (meta tensors' first use through PyTorch's
+    Python references, Triton's key of its installation) is paid in the warm-up a waiting runner runs."""
+    env = {**os.environ, EARLY_CUDA_INIT: "cuda"}
+    kernel = DATA.parent.parent / "artifacts" / "26_GELU_" / "input_kernel.py"
+    done = subprocess.run([sys.executable, "-c", WARMED_PASS, str(kernel)], env=env, capture_output=True, text=True,
+                          timeout=300, cwd=DATA.parent.parent)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]

@@ -163,13 +163,13 @@ def use_one_work_queue() -> None:
         os.environ.setdefault(name, value)
 
 
-def start_cuda_early() -> None:
+def start_cuda_early() -> bool:
     """In a GPU job's process, before its job: initialise the CUDA driver and make the context on the
-    job's GPU (``EARLY_CUDA_INIT`` names it), so the job starts with both. Failing here costs nothing:
-    the job initialises CUDA itself and reports what goes wrong."""
+    job's GPU (``EARLY_CUDA_INIT`` names it), so the job starts with both. Whether it did. Failing here
+    costs nothing: the job initialises CUDA itself and reports what goes wrong."""
     device = os.environ.get(EARLY_CUDA_INIT, "")
     if not device.startswith("cuda"):
-        return
+        return False
     import torch
 
     try:
@@ -180,6 +180,17 @@ def start_cuda_early() -> None:
         torch.cuda.synchronize()  # the first call that needs a context makes it
     except Exception as e:  # noqa: BLE001 - the job will meet the same problem and say so
         log.debug("early CUDA start failed: %s", e)
+        return False
+    return True
+
+
+def warm_up_early(warm_up: Callable[[], None]) -> None:
+    """In a GPU job's process whose CUDA started early: ``warm_up`` (first uses the job would otherwise
+    pay, such as Triton's start) while the job is awaited. Failing here only costs the job that time."""
+    try:
+        warm_up()
+    except Exception as e:  # noqa: BLE001 - the job meets the same problem, if it is one, and says so
+        log.debug("warm-up failed: %s", e)
 
 
 def spare_key(module: str, env: dict[str, str], prefix: Prefix | None = None) -> tuple[str, int, str]:
@@ -423,19 +434,20 @@ def _discard(child: _Child) -> None:
 
 
 def serve(request_model: type[Req], handle: Callable[[Req], BaseModel], exit_normally: bool = False,
-          early_cuda: bool = True, again: Callable[[Req, BaseModel], bool] | None = None) -> None:  # fmt: skip
+          early_cuda: bool = True, again: Callable[[Req, BaseModel], bool] | None = None,
+          warm_up: Callable[[], None] | None = None) -> None:  # fmt: skip
     """Child side: wait for the two paths and the key on stdin, handle the request, write the signed
     result, exit (``exit_normally``: return, so the interpreter exits as usual: ncu writes its report
     then). With ``again``, a job after which ``again(request, result)`` holds is followed by the next
     (``ChildSession``): the child waits for it on stdin and exits once stdin closes.
 
-    CUDA (driver and context) is started while the job is awaited (unless not ``early_cuda``). All
-    three lines are read before anything else runs, so the key leaves the pipe at once. Exits with
-    ``os._exit`` right after the result is written: interpreter and CUDA teardown with GBs allocated
-    takes seconds, and nothing is left to do.
+    CUDA (driver and context) is started while the job is awaited (unless not ``early_cuda``), then
+    ``warm_up`` runs where it did (``warm_up_early``). All three lines are read before anything else
+    runs, so the key leaves the pipe at once. Exits with ``os._exit`` right after the result is written:
+    interpreter and CUDA teardown with GBs allocated takes seconds, and nothing is left to do.
     """
-    if early_cuda:
-        start_cuda_early()
+    if early_cuda and start_cuda_early() and warm_up is not None:
+        warm_up_early(warm_up)
     gc.freeze()  # what the imports made lives as long as the process: a job's collections skip it
     while True:
         req_path = sys.stdin.readline().strip()

@@ -46,9 +46,9 @@ from pydantic import ValidationError
 
 from workers.harness.allocator import keep_large_blocks_whole
 from workers.harness.binding import BindError, bind
-from workers.harness.child_process import start_cuda_early
+from workers.harness.child_process import start_cuda_early, warm_up_early
 from workers.harness.clock import measure
-from workers.harness.compile_ahead import compile_ahead
+from workers.harness.compile_ahead import compile_ahead, warm_up_pass
 from workers.harness.compiled_code import launch_hash
 from workers.harness.integrity import BackgroundWork, Snapshot, ThreadStarts
 from workers.harness.problem_instance import load_kernel_function, select_device_name
@@ -378,7 +378,8 @@ def _peak_bytes(device: str) -> int:
 
 def _serve(channel: Channel) -> None:
     warm_up()  # while the judge waits for its job
-    start_cuda_early()
+    if start_cuda_early():
+        warm_up_early(warm_up_pass)
     gc.freeze()  # as the judge does (``child_process.serve``): ``release_memory`` scans only what jobs made
     runner = _Runner()
     while True:

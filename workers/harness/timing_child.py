@@ -35,6 +35,7 @@ from beamsearch.schema import TimingKnobs, TimingRequest, TimingResult, VerifyRe
 from workers.harness.binding import model_values
 from workers.harness.child_process import serve
 from workers.harness.clock import measure
+from workers.harness.compare import warm_up_on_gpu
 from workers.harness.gpu_lock import gpu_in_use, gpu_lock
 from workers.harness.kernel_runner import KernelProcess
 from workers.harness.problem_instance import ProblemInstance, instantiate, load_problem_module, select_device
@@ -165,4 +166,4 @@ def _time_built_in(req: TimingRequest, alone: contextlib.ExitStack) -> TimingRes
 if __name__ == "__main__":
     _runner = KernelProcess.fork()  # before the job and any GPU work: the fork inherits neither
     _undumpable()
-    serve(TimingRequest, lambda request: time_in_child(request, _runner))
+    serve(TimingRequest, lambda request: time_in_child(request, _runner), warm_up=warm_up_on_gpu)

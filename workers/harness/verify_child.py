@@ -70,7 +70,7 @@ from beamsearch.schema import (
 from workers.harness.binding import model_values
 from workers.harness.child_process import TAIL_CHARS, serve, use_one_work_queue
 from workers.harness.clock import expected_measure_s, timing_checks
-from workers.harness.compare import Comparison, compare
+from workers.harness.compare import Comparison, compare, warm_up_on_gpu
 from workers.harness.gpu_lock import gpu_in_use, gpu_lock, gpu_slot
 from workers.harness.kernel_runner import KernelProcess, KernelProcessDied, KernelProcessHung, release_memory
 from workers.harness.problem_instance import (
@@ -787,4 +787,4 @@ if __name__ == "__main__":
     use_one_work_queue()
     _undumpable()
     serve(VerifyRequest, lambda request: verify(request, _runner),
-          again=lambda request, verdict: request.session and runner_reusable(verdict))
+          again=lambda request, verdict: request.session and runner_reusable(verdict), warm_up=warm_up_on_gpu)
