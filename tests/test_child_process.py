@@ -151,10 +151,10 @@ def test_a_process_keeps_spares_for_its_newest_environments_only(monkeypatch) ->
         child_process._kill_spares()
 
 
-def test_a_warm_up_runs_only_where_cuda_started_early_and_never_fails_the_job(monkeypatch) -> None:
+def test_a_cpu_child_starts_no_cuda_and_a_failed_warm_up_is_only_logged(monkeypatch) -> None:
     ran = []
     monkeypatch.setenv(child_process.EARLY_CUDA_INIT, "cpu")
-    assert child_process.start_cuda_early() is False  # a CPU job: no context, so serve runs no warm-up
+    assert child_process.start_cuda_early() is False  # a CPU job: no context, so ``serve`` runs no warm-up
 
     def broken() -> None:
         ran.append(True)

@@ -149,15 +149,14 @@ from workers.harness.child_process import start_cuda_early
 assert start_cuda_early()
 from workers.harness.compile_ahead import compile_ahead, warm_up_pass
 from triton.runtime.cache import triton_key
-harness = {m for m in sys.modules if m.startswith("workers.")}
 warm_up_pass()
-assert harness <= set(sys.modules), "the warm-up's pass dropped none of the harness's modules"
+assert triton_key.cache_info().misses == 1, "Triton hashed its installation in the warm-up"
 before = set(sys.modules)
 compiled, stopped = compile_ahead(sys.argv[1], [torch.empty(64, 1000, dtype=torch.bfloat16, device="meta")], {})
 assert compiled and not stopped, (compiled, stopped)
 new = {m.split(".")[0] for m in set(sys.modules) - before}
 assert "sympy" not in new and "torch" not in new, sorted(new)
-assert triton_key.cache_info().misses == 1, "Triton hashed its installation once, in the warm-up"
+assert triton_key.cache_info().misses == 1, "and not again in the candidate's pass"
 """
 
 

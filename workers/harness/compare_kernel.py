@@ -74,3 +74,15 @@ def compare_fused(out: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float
     largest = errs.max(dim=0).values.tolist()
     first_bad = int(first.min())
     return totals, largest, (first_bad if first_bad < n else None)
+
+
+def compile_fused(dtype: torch.dtype) -> None:
+    """Compile ``compare_fused``'s kernel for outputs of ``dtype`` (or load it from Triton's cache) without
+    launching it: its arguments are meta tensors, so nothing is allocated or run on the GPU."""
+    out = torch.empty(BLOCK, dtype=dtype, device="meta")
+    bits = out.view(torch.int16 if out.element_size() == 2 else torch.int32)
+    ref = torch.empty(BLOCK, dtype=torch.float32, device="meta")
+    counts = torch.empty(1, 3, dtype=torch.int32, device="meta")
+    errs = torch.empty(1, 2, dtype=torch.float32, device="meta")
+    first = torch.empty(1, dtype=torch.int64, device="meta")
+    _classify.warmup(out, bits, ref, BLOCK, 0.0, 0.0, counts, errs, first, BLOCK=BLOCK, grid=(1,))

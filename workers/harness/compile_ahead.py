@@ -97,4 +97,6 @@ def warm_up_pass() -> None:
     candidate's pass pays only its own compile. A process's first pass also pays for the first meta tensor
     made through PyTorch's Python references (it imports sympy), Triton's key of its own installation (a
     hash of its files) and the start of Triton's driver, whatever the kernel."""
-    compile_ahead(WARM_UP_KERNEL, [torch.empty(4096, dtype=torch.bfloat16, device="meta")], {})
+    _, stopped = compile_ahead(WARM_UP_KERNEL, [torch.empty(4096, dtype=torch.bfloat16, device="meta")], {})
+    if stopped:
+        raise RuntimeError(f"the warm-up's compile pass stopped: {stopped}")
