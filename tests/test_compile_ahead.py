@@ -14,7 +14,13 @@ import torch
 from beamsearch.schema import DEFAULT_TOLERANCES, RunSpec, VerifyRequest
 from tests.conftest import DATA, KERNELS
 from workers.harness.child_process import EARLY_CUDA_INIT
-from workers.harness.compile_ahead import MODULE_NAME, StoppedLaunch, compile_ahead, launches_compile_only
+from workers.harness.compile_ahead import (
+    MODULE_NAME,
+    StoppedLaunch,
+    compile_ahead,
+    launches_compile_only,
+    warm_up_pass,
+)
 from workers.harness.problem_instance import load_kernel_function, load_problem_module
 from workers.harness.runner_messages import CompileReply
 
@@ -169,3 +175,14 @@ def test_a_waiting_runners_warm_up_leaves_a_candidates_pass_only_its_own_compile
     done = subprocess.run([sys.executable, "-c", WARMED_PASS, str(kernel)], env=env, capture_output=True, text=True,
                           timeout=300, cwd=DATA.parent.parent)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_a_warm_up_pass_that_stops_says_why(tmp_path, monkeypatch) -> None:
+    """A warm-up pass that stops early (a Triton that changed, no GPU) raises with the pass's reason, which
+    the waiting process logs (``child_process.warm_up_early``), and leaves no import behind."""
+    reads_values = tmp_path / "k.py"
+    reads_values.write_text("def kernel_function(x):\n    return x.sum().item()\n")
+    monkeypatch.setattr("workers.harness.compile_ahead.WARM_UP_KERNEL", reads_values)
+    with pytest.raises(RuntimeError, match="the warm-up's compile pass stopped: RuntimeError.*meta"):
+        warm_up_pass()
+    assert MODULE_NAME not in sys.modules
