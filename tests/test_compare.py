@@ -205,7 +205,6 @@ def test_the_fused_pass_applies_the_same_rule_as_torch_on_the_gpu() -> None:
     namespace["check"]("cuda")
 
 
-
 WARMED_JUDGE = """
 import torch
 from workers.harness.child_process import start_cuda_early

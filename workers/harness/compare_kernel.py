@@ -64,11 +64,8 @@ def compare_fused(out: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float
     n = flat_out.numel()
     if n == 0:
         return [0, 0, 0], [0.0, 0.0], None
-    bits = flat_out.view(torch.int16 if flat_out.element_size() == 2 else torch.int32)
     programs = triton.cdiv(n, BLOCK)
-    counts = torch.empty(programs, 3, dtype=torch.int32, device=out.device)
-    errs = torch.empty(programs, 2, dtype=torch.float32, device=out.device)
-    first = torch.empty(programs, dtype=torch.int64, device=out.device)
+    bits, counts, errs, first = _bits_and_partials(flat_out, programs)
     _classify[(programs,)](flat_out, bits, flat_ref, n, atol, rtol, counts, errs, first, BLOCK=BLOCK)
     totals = counts.sum(dim=0, dtype=torch.int64).tolist()
     largest = errs.max(dim=0).values.tolist()
@@ -80,9 +77,16 @@ def compile_fused(dtype: torch.dtype) -> None:
     """Compile ``compare_fused``'s kernel for outputs of ``dtype`` (or load it from Triton's cache) without
     launching it: its arguments are meta tensors, so nothing is allocated or run on the GPU."""
     out = torch.empty(BLOCK, dtype=dtype, device="meta")
-    bits = out.view(torch.int16 if out.element_size() == 2 else torch.int32)
     ref = torch.empty(BLOCK, dtype=torch.float32, device="meta")
-    counts = torch.empty(1, 3, dtype=torch.int32, device="meta")
-    errs = torch.empty(1, 2, dtype=torch.float32, device="meta")
-    first = torch.empty(1, dtype=torch.int64, device="meta")
+    bits, counts, errs, first = _bits_and_partials(out, 1)
     _classify.warmup(out, bits, ref, BLOCK, 0.0, 0.0, counts, errs, first, BLOCK=BLOCK, grid=(1,))
+
+
+def _bits_and_partials(flat_out: torch.Tensor, programs: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``_classify``'s other tensors for a flat output: its bits (poisoned elements read -1 there), and
+    each program's counts, largest errors and first bad index, on the output's device."""
+    bits = flat_out.view(torch.int16 if flat_out.element_size() == 2 else torch.int32)
+    counts = torch.empty(programs, 3, dtype=torch.int32, device=flat_out.device)
+    errs = torch.empty(programs, 2, dtype=torch.float32, device=flat_out.device)
+    first = torch.empty(programs, dtype=torch.int64, device=flat_out.device)
+    return bits, counts, errs, first
