@@ -49,6 +49,7 @@ from profiling.ncu import profile_kernel
 from profiling.roofline import classify
 from profiling.work import judge_time
 from prompts.records import Reflection
+from workers.actor.precompiler import Precompiler
 from workers.harness.gpu_lock import gpu_memory
 from workers.harness.timing import time_target
 from workers.harness.verify import VerifySession, verify_kernel
@@ -75,6 +76,7 @@ class WorkerContext:
         self._scratch = tempfile.TemporaryDirectory(prefix=f"beamsearch-{name}-")  # removed with the context too
         self.scratch = Path(self._scratch.name)
         self._session: tuple[str, VerifySession] | None = None
+        self._precompiler: Precompiler | None = None
 
     def variant_session(self, spec: RunSpec, kernel: Kernel) -> VerifySession | None:
         """The session a candidate is verified in: the optimiser's knob variants of one problem share one
@@ -94,9 +96,24 @@ class WorkerContext:
             self._session[1].close()
             self._session = None
 
+    def compile_next(self, task: Task) -> None:
+        """Start the compile of the variant the driver expects this worker to run after ``task``
+        (``Task.compile_next``) in the background; it runs while ``task`` is checked and timed."""
+        upcoming = task.compile_next
+        if upcoming is None:
+            return
+        if self._precompiler is None:
+            self._precompiler = Precompiler(task.spec.device)
+        path = self.kernel_file(f"{upcoming.task_id}-ahead", upcoming.kernel)
+        self._precompiler.submit(task.spec, path, task_seeds(upcoming.task_id, task.config.seed)[0])
+
     def close(self) -> None:
-        """End the session and remove the scratch folder: the worker is being shut down."""
+        """End the session and the background compiles, and remove the scratch folder: the worker is being
+        shut down."""
         self.close_session()
+        if self._precompiler is not None:
+            self._precompiler.close()
+            self._precompiler = None
         self._scratch.cleanup()
 
     def kernel_file(self, key: str, kernel: Kernel) -> str:
@@ -254,6 +271,7 @@ class _TaskFacts:
 
 
 def run_task(task: Task, ctx: WorkerContext) -> TaskResult:
+    ctx.compile_next(task)
     stages = Stages()
     config, spec, parent = task.config, task.spec, task.parent
     llm = make_llm(config, spec, task.id) if config.llm else None
