@@ -45,6 +45,7 @@ from beamsearch.state import (
     BeamEntry,
     BeamState,
     FinalTiming,
+    NextVariant,
     PendingKernel,
     ProfileJob,
     ProfileResult,
@@ -52,7 +53,6 @@ from beamsearch.state import (
     Summary,
     Task,
     TaskResult,
-    Upcoming,
 )
 from beamsearch.trace import RESULT_FILE, TraceWriter
 from workers.actor.task import RECORD_TIMEOUT_S
@@ -288,7 +288,7 @@ class Driver:
             # self.state.config, not config: a model lost mid-round (on_model_lost offline) drops the llm
             return task.model_copy(update={"screen_above_ms": screen, "config": self.state.config,
                                            "known_compiled": optimiser.known_compiled(task.id),
-                                           "compile_next": upcoming_variant(later, self.state.spec)})  # fmt: skip
+                                           "compile_next": next_variant(later, self.state.spec)})  # fmt: skip
 
         def spare_work() -> Task | ProfileJob | None:  # handed-back kernels first, then the beam's profiles
             task = handback.next_task()
@@ -462,9 +462,9 @@ class Driver:
         self.trace.save_state(self.state)
 
 
-# CUDA contexts of a worker's waiting processes, about 0.5 GB each: its spares, the judge and runner of its
-# verification session (workers.harness.verify.VerifySession) between two variants, and the process that
-# compiles variants ahead of their tasks (workers.actor.precompiler)
+# CUDA contexts of a worker's processes outside its verification place, about 0.5 GB each: its spares, the
+# judge and runner of its verification session (workers.harness.verify.VerifySession) between two variants,
+# and the runner that compiles a variant ahead of its task (workers.actor.precompiler) while it compiles
 CONTEXTS_GB_PER_WORKER = 3.5
 MEMORY_HEADROOM = 0.9  # of the GPU's memory: fragmentation, ncu's profiles of the beam's kernels
 
@@ -477,12 +477,12 @@ def verifications_that_fit(peak_gb: float, memory_gb: float, workers_per_gpu: in
     return max(1, min(workers_per_gpu, int(usable // max(peak_gb, 0.01))))
 
 
-def upcoming_variant(later: Task | None, spec: RunSpec) -> Upcoming | None:
+def next_variant(later: Task | None, spec: RunSpec) -> NextVariant | None:
     """What a worker compiles while it runs the task it is handed (``Task.compile_next``): the knob variant
     queued behind it, on a GPU, where a variant's compile is Triton's (the interpreter compiles nothing)."""
     if later is None or later.kernel is None or later.kernel.origin != "tuner" or not spec.device.startswith("cuda"):
         return None
-    return Upcoming(task_id=later.id, kernel=later.kernel)
+    return NextVariant(task_id=later.id, kernel=later.kernel)
 
 
 def best_baseline(baselines: list[Baseline], device: str) -> Baseline | None:

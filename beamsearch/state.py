@@ -65,7 +65,7 @@ class BeamEntry(Record):
         return data
 
 
-class Upcoming(Record):
+class NextVariant(Record):
     """A knob variant the driver expects a worker to run after the task it hands it: the worker compiles it
     meanwhile (``workers.actor.precompiler``), into the node's compiler cache, a saving and never a check."""
 
@@ -90,7 +90,7 @@ class Task(Record):
     known_compiled: dict[str, str] = Field({}, description="set as the task is handed out, for a knob variant: "
                                            "compiled-code hash -> the candidate timed on it, of the variant's own "
                                            "knob space; running one of them makes the candidate a duplicate")  # fmt: skip
-    compile_next: Upcoming | None = Field(None, description="set as the task is handed out, on a GPU: the variant "
+    compile_next: NextVariant | None = Field(None, description="set as the task is handed out, on a GPU: the variant "
                                           "queued a worker's turn behind it, compiled while this task runs")  # fmt: skip
 
 

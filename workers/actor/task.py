@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import socket
 import subprocess
 import sys
@@ -60,6 +61,7 @@ from workers.proposers.llm_service import ServiceClient, SharedDiagnosis, find_l
 from workers.proposers.replay import ReplayProposer
 from workers.proposers.rules import rules_diagnosis
 
+log = logging.getLogger(__name__)
 LLM_SHARE = 0.75  # of a task's timeout, for its requests to the model
 CPU_STAND_IN_GPU = "NVIDIA H100 80GB HBM3"  # peaks quoted to a model on CPU runs, which have none
 
@@ -96,16 +98,20 @@ class WorkerContext:
             self._session[1].close()
             self._session = None
 
-    def compile_next(self, task: Task) -> None:
+    def precompile_next(self, task: Task) -> None:
         """Start the compile of the variant the driver expects this worker to run after ``task``
-        (``Task.compile_next``) in the background; it runs while ``task`` is checked and timed."""
-        upcoming = task.compile_next
-        if upcoming is None:
+        (``Task.compile_next``) in the background; it runs while ``task`` is checked and timed. Never
+        raises: the compile only saves time."""
+        variant = task.compile_next
+        if variant is None:
             return
-        if self._precompiler is None:
-            self._precompiler = Precompiler(task.spec.device)
-        path = self.kernel_file(f"{upcoming.task_id}-ahead", upcoming.kernel)
-        self._precompiler.submit(task.spec, path, task_seeds(upcoming.task_id, task.config.seed)[0])
+        try:
+            if self._precompiler is None:
+                self._precompiler = Precompiler(task.spec.device)
+            path = self.kernel_file(f"{variant.task_id}-ahead", variant.kernel)
+            self._precompiler.submit(task.spec, path, task_seeds(variant.task_id, task.config.seed)[0])
+        except Exception as e:  # noqa: BLE001 - a folder or a thread that cannot be made: the saving is lost
+            log.warning("no compile ahead of %s: %s: %s", variant.task_id, type(e).__name__, e)
 
     def close(self) -> None:
         """End the session and the background compiles, and remove the scratch folder: the worker is being
@@ -271,7 +277,7 @@ class _TaskFacts:
 
 
 def run_task(task: Task, ctx: WorkerContext) -> TaskResult:
-    ctx.compile_next(task)
+    ctx.precompile_next(task)
     stages = Stages()
     config, spec, parent = task.config, task.spec, task.parent
     llm = make_llm(config, spec, task.id) if config.llm else None
