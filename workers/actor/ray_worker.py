@@ -25,7 +25,7 @@ from workers.proposers.compile_seed import SeedResult
 class SearchWorker:
     def __init__(self, name: str, on_gpu: bool = False) -> None:
         self.ctx = task_fns.WorkerContext(name)
-        # on a GPU, the process that compiles variants ahead of their tasks (``task.WorkerContext.compile_next``) too
+        # on a GPU, the process that compiles variants ahead of their tasks (``task.WorkerContext.precompile_next``) too
         kinds = ["workers.harness.verify_child", "workers.harness.timing_child"] + ([PRECOMPILE_CHILD] if on_gpu else [])
         start_spares(kinds, "cuda" if on_gpu else "cpu")
 

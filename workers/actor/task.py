@@ -109,7 +109,8 @@ class WorkerContext:
             if self._precompiler is None:
                 self._precompiler = Precompiler(task.spec.device)
             path = self.kernel_file(f"{variant.task_id}-ahead", variant.kernel)
-            self._precompiler.submit(task.spec, path, task_seeds(variant.task_id, task.config.seed)[0])
+            limit_s = compile_limit_s(variant.kernel, task.spec.device) or TUNER_COMPILE_LIMIT_S
+            self._precompiler.submit(task.spec, path, task_seeds(variant.task_id, task.config.seed)[0], limit_s)
         except Exception as e:  # noqa: BLE001 - a folder or a thread that cannot be made: the saving is lost
             log.warning("no compile ahead of %s: %s: %s", variant.task_id, type(e).__name__, e)
 
