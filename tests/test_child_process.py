@@ -76,6 +76,18 @@ def test_processes_a_kernel_starts_are_rejected_and_do_not_outlive_its_job(
     assert not status.exists() or "State:\tZ" in status.read_text()
 
 
+def test_a_module_in_a_childs_working_folder_is_not_imported(tmp_path) -> None:
+    """The kernel may write its working folder: the judge started in it must not import from it."""
+    import subprocess
+    import sys
+
+    (tmp_path / "planted_by_a_kernel.py").write_text("raise SystemExit('imported')\n")
+    env = child_process.child_env("cpu")
+    done = subprocess.run([sys.executable, "-c", "import planted_by_a_kernel"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 1 and "ModuleNotFoundError" in done.stderr, done.stderr[-500:]
+
+
 def test_the_kernel_writes_only_its_own_folder(scale_spec: RunSpec, tmp_path) -> None:
     from workers.harness.sandbox import landlock_abi
 

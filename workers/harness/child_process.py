@@ -148,6 +148,9 @@ def child_env(device: str) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH", "")]))
     env["PYTHONUNBUFFERED"] = "1"
+    # ``python -m`` would put the working folder, which the kernel may write, first on the import path: a
+    # module planted there would run in the judge at its next first import of that name
+    env["PYTHONSAFEPATH"] = "1"
     if device.startswith("cpu"):
         env["TRITON_INTERPRET"] = "1"
         env.pop(EARLY_CUDA_INIT, None)
