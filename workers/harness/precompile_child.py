@@ -43,7 +43,7 @@ from workers.harness.kernel_runner import KernelProcess
 from workers.harness.problem_instance import load_problem_module, shapes_instance
 from workers.harness.runner_messages import CompileReply, CompileRequest, ErrorReply, LoadRequest, read_reply
 from workers.harness.sandbox import unavailable
-from workers.harness.shared_tensors import encode_value
+from workers.harness.shared_tensors import encode_inputs
 
 # For the runner's start (CUDA, its warm-ups) and the kernel's import, before its compile
 LOAD_LIMIT_S = 25.0
@@ -101,8 +101,7 @@ def _compile_in_runner(req: PrecompileRequest, inputs: list[Any], values: dict[s
         if isinstance(load, ErrorReply):
             return PrecompileResult(stopped=load.error.reason[:300], sandbox=load.error.sandbox or "")
         tensors: list[torch.Tensor] = []
-        body = CompileRequest(kernel_path=req.kernel_path, inputs=[encode_value(t, tensors) for t in inputs],
-                              values={k: encode_value(v, tensors) for k, v in values.items()})  # fmt: skip
+        body = CompileRequest(kernel_path=req.kernel_path, **encode_inputs(inputs, values, tensors))
         reply = read_reply("compile", runner.request(body.model_dump(mode="json"), tensors,
                                                      timeout_s=req.compile_limit_s)[0])  # fmt: skip
         if isinstance(reply, ErrorReply):

@@ -142,6 +142,13 @@ def encode_value(value: Any, tensors: list[torch.Tensor]) -> Any:
     raise TypeError(f"cannot send a {type(value).__name__} to the kernel's process")
 
 
+def encode_inputs(inputs: list[Any], values: dict[str, Any], tensors: list[torch.Tensor]) -> dict[str, Any]:
+    """A runner request's ``inputs`` and ``values`` fields (``runner_messages.OnInputs``), their tensors
+    appended to ``tensors``."""
+    return {"inputs": [encode_value(v, tensors) for v in inputs],
+            "values": {k: encode_value(v, tensors) for k, v in values.items()}}  # fmt: skip
+
+
 def decode_value(encoded: Any, tensors: list[torch.Tensor]) -> Any:
     if isinstance(encoded, dict):
         if "tensor" in encoded:

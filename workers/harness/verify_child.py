@@ -107,7 +107,7 @@ from workers.harness.runner_messages import (
     describe_invalid,
     read_reply,
 )
-from workers.harness.shared_tensors import ProtocolError, encode_value
+from workers.harness.shared_tensors import ProtocolError, encode_inputs
 from workers.harness.steps import Steps
 from workers.harness.timed_outputs import Kept, Sampled, SampledRep, choose_checked, wrong_timed
 from workers.harness.torch_guard import as_bits, describe
@@ -335,7 +335,7 @@ class _Kernel:
         the first call's limit: a compile that overruns it here is the same ``timeout``."""
         tensors: list[torch.Tensor] = []
         try:
-            reply, _ = self.request(CompileRequest(kernel_path=kernel_path, **_encoded(inputs, values, tensors)), tensors)
+            reply, _ = self.request(CompileRequest(kernel_path=kernel_path, **encode_inputs(inputs, values, tensors)), tensors)
         except Failed as f:
             if f.status == "crashed":  # the kernel's own Python ran on meta tensors, unobserved, and ended it
                 f.reason = f"while compiled ahead of its first call (kernel_function on meta tensors): {f.reason}"
@@ -352,7 +352,7 @@ class _Kernel:
         the slowest call so far)."""
         tensors: list[torch.Tensor] = []
         if inputs is not None:
-            fields |= _encoded(inputs, values, tensors)
+            fields |= encode_inputs(inputs, values, tensors)
         body = REQUEST.validate_python({"op": op, **fields})
         if expected_s is None and self.call_trips_s:
             expected_s = max(self.call_trips_s)  # a call may compile again (new specialisation)
@@ -366,12 +366,6 @@ class _Kernel:
         if op == "call":
             self.call_trips_s.append(time.perf_counter() - start)
         return reply, outs
-
-
-def _encoded(inputs: list[Any], values: dict[str, Any], tensors: list[torch.Tensor]) -> dict[str, Any]:
-    """A request's ``inputs`` and ``values`` fields (``runner_messages.OnInputs``), their tensors appended."""
-    return {"inputs": [encode_value(v, tensors) for v in inputs],
-            "values": {k: encode_value(v, tensors) for k, v in values.items()}}  # fmt: skip
 
 
 def _load(req: VerifyRequest, checks: Checks, kernel: _Kernel,
