@@ -39,13 +39,12 @@ from beamsearch.model_watch import ModelLost, ModelWatch
 from beamsearch.optimiser import PER_WORKER, Optimiser
 from beamsearch.pool import WorkerPool
 from beamsearch.problems import problem_sizes
-from beamsearch.schema import DeviceFacts, Floor, Kernel, RunSpec
+from beamsearch.schema import DeviceFacts, Floor, Kernel
 from beamsearch.state import (
     Baseline,
     BeamEntry,
     BeamState,
     FinalTiming,
-    NextVariant,
     PendingKernel,
     ProfileJob,
     ProfileResult,
@@ -283,16 +282,15 @@ class Driver:
         profiles = BeamProfiles(self.state, round_, results, notify=self.display.event)
         config = self.state.config
 
-        def hand_out(task: Task, later: Task | None) -> Task:
+        def hand_out(task: Task) -> Task:
             screen = screen_above_ms(self.state.beam, results, config.beam_width, config.screen_ratio)
             # self.state.config, not config: a model lost mid-round (on_model_lost offline) drops the llm
             return task.model_copy(update={"screen_above_ms": screen, "config": self.state.config,
-                                           "known_compiled": optimiser.known_compiled(task.id),
-                                           "compile_next": next_variant(later, self.state.spec)})  # fmt: skip
+                                           "known_compiled": optimiser.known_compiled(task.id)})  # fmt: skip
 
         def spare_work() -> Task | ProfileJob | None:  # handed-back kernels first, then the beam's profiles
             task = handback.next_task()
-            return hand_out(task, None) if task is not None else profiles.next_job()
+            return hand_out(task) if task is not None else profiles.next_job()
 
         last_candidate_at = start
         for result in self.pool.run(todo, config.task_timeout_s, notify=self.display.event,
@@ -462,10 +460,9 @@ class Driver:
         self.trace.save_state(self.state)
 
 
-# CUDA contexts of a worker's processes outside its verification place, about 0.5 GB each: its spares, the
-# judge and runner of its verification session (workers.harness.verify.VerifySession) between two variants,
-# and the runner that compiles a variant ahead of its task (workers.actor.precompiler) while it compiles
-CONTEXTS_GB_PER_WORKER = 3.5
+# CUDA contexts of a worker's waiting processes, about 0.5 GB each: its spares, and the judge and runner of
+# its verification session (workers.harness.verify.VerifySession) between two variants
+CONTEXTS_GB_PER_WORKER = 3.0
 MEMORY_HEADROOM = 0.9  # of the GPU's memory: fragmentation, ncu's profiles of the beam's kernels
 
 
@@ -475,14 +472,6 @@ def verifications_that_fit(peak_gb: float, memory_gb: float, workers_per_gpu: in
     anyway is run again with the GPU to itself (``workers.actor.task.verify_candidate``)."""
     usable = MEMORY_HEADROOM * memory_gb - CONTEXTS_GB_PER_WORKER * workers_per_gpu
     return max(1, min(workers_per_gpu, int(usable // max(peak_gb, 0.01))))
-
-
-def next_variant(later: Task | None, spec: RunSpec) -> NextVariant | None:
-    """What a worker compiles while it runs the task it is handed (``Task.compile_next``): the knob variant
-    queued behind it, on a GPU, where a variant's compile is Triton's (the interpreter compiles nothing)."""
-    if later is None or later.kernel is None or later.kernel.origin != "tuner" or not spec.device.startswith("cuda"):
-        return None
-    return NextVariant(task_id=later.id, kernel=later.kernel)
 
 
 def best_baseline(baselines: list[Baseline], device: str) -> Baseline | None:

@@ -96,14 +96,12 @@ class WorkerPool:
     def run(self, tasks: list[Task], timeout_s: float, method: str = "run",
             notify: Callable[..., None] = lambda kind, **data: None,
             spare_work: Callable[[], Job | None] | None = None,
-            hand_out: Callable[[Task, Task | None], Task] = lambda task, later: task) -> Iterator[JobResult]:  # fmt: skip
+            hand_out: Callable[[Task], Task] = lambda task: task) -> Iterator[JobResult]:  # fmt: skip
         """Yield a result for every job, as each finishes (failed ones included), in no fixed order: a
         ``TaskResult`` for a ``Task`` (run by the worker's ``method``), a ``ProfileResult`` for a ``ProfileJob``.
 
-        ``hand_out(task, later)`` is the task as a worker gets it, made when it is handed out (a retry included),
-        so it can carry what the results so far tell (the beam's cut-off). ``later``: the task queued a
-        worker's turn behind it (as many places on as there are workers), the one this worker will most
-        likely be handed next, while the others take those before it; None when the queue is shorter.
+        ``hand_out(task)`` is the task as a worker gets it, made when it is handed out (a retry included),
+        so it can carry what the results so far tell (the beam's cut-off).
         ``notify(kind, **data)`` hears of lost workers and timed-out tasks as they happen.
         ``spare_work()``: asked for a job whenever a worker is idle and every task has been handed out;
         None when it has none. Its jobs' results are yielded too. It is asked again as results come in, so
@@ -115,10 +113,7 @@ class WorkerPool:
         def next_job() -> tuple[Job, int] | None:
             if queue:
                 job, attempt = queue.popleft()
-                if isinstance(job, Task):
-                    later = queue[len(self.workers) - 1][0] if len(queue) >= len(self.workers) else None
-                    job = hand_out(job, later if isinstance(later, Task) else None)
-                return job, attempt
+                return (hand_out(job) if isinstance(job, Task) else job), attempt
             spare = spare_work() if spare_work else None
             return (spare, 0) if spare is not None else None
 

@@ -65,14 +65,6 @@ class BeamEntry(Record):
         return data
 
 
-class NextVariant(Record):
-    """A knob variant the driver expects a worker to run after the task it hands it: the worker compiles it
-    meanwhile (``workers.actor.precompiler``), into the node's compiler cache, a saving and never a check."""
-
-    task_id: str
-    kernel: Kernel
-
-
 class Task(Record):
     id: str = Field(description="unique in the run: r<round>-t<n>; <task>-k<n> for a kernel that task handed back")
     round: int
@@ -90,8 +82,6 @@ class Task(Record):
     known_compiled: dict[str, str] = Field({}, description="set as the task is handed out, for a knob variant: "
                                            "compiled-code hash -> the candidate timed on it, of the variant's own "
                                            "knob space; running one of them makes the candidate a duplicate")  # fmt: skip
-    compile_next: NextVariant | None = Field(None, description="set as the task is handed out, on a GPU: the variant "
-                                          "queued a worker's turn behind it, compiled while this task runs")  # fmt: skip
 
 
 class VerifyTry(Record):

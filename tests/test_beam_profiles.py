@@ -34,11 +34,11 @@ class ScriptedPool:
         self.workers = ["w0"]  # one worker, as the hand-outs above
 
     def run(self, tasks: list[Task], timeout_s: float, method: str = "run", notify=None, spare_work=None,
-            hand_out=lambda task, later: task):  # fmt: skip
+            hand_out=lambda task: task):  # fmt: skip
         assert sorted(t.id for t in tasks) == sorted(self.answers)
         by_id = {t.id: t for t in tasks}
         for i, result in enumerate(self.answers.values()):
-            self.handed.append(hand_out(by_id[result.task_id], None))
+            self.handed.append(hand_out(by_id[result.task_id]))
             time.sleep(self.task_s)
             yield result
             if i + 1 >= self.spare_after:

@@ -173,34 +173,14 @@ def test_each_task_is_made_as_it_is_handed_out_from_the_results_so_far(local_ray
     pool = WorkerPool(workers=[Worker("w0", _StandIn.remote("w0"))], gpu_share=0.0, on_gpu=False, make=lambda name: None)
     results, made = [], []
 
-    def hand_out(task, later):
-        made.append((task.id, len(results), later.id if later else None))
+    def hand_out(task):
+        made.append((task.id, len(results)))
         return task.model_copy(update={"screen_above_ms": float(len(results))})
 
     for result in pool.run([_task("t0"), _task("t1"), _task("t2")], 60, hand_out=hand_out):
         results.append(result)
-    # one worker: the task behind each is the one it runs next
-    assert made == [("t0", 0, "t1"), ("t1", 1, "t2"), ("t2", 2, None)]
+    assert made == [("t0", 0), ("t1", 1), ("t2", 2)]
     assert [(r.task_id, r.lesson) for r in results] == [("t0", "0.0"), ("t1", "1.0"), ("t2", "2.0")]
-    pool.shutdown()
-
-
-def test_each_task_is_handed_out_with_the_one_a_workers_turn_behind_it(local_ray) -> None:
-    """With two workers, the other takes the next task while this one works: the task two places on is
-    the one this worker most likely runs next, whichever worker each task went to."""
-    from beamsearch.pool import Worker
-
-    workers = [Worker(f"w{i}", _StandIn.remote(f"w{i}")) for i in range(2)]
-    pool = WorkerPool(workers=workers, gpu_share=0.0, on_gpu=False, make=lambda name: None)
-    later_of: dict[str, str | None] = {}
-
-    def hand_out(task, later):
-        later_of[task.id] = later.id if later else None
-        return task
-
-    results = list(pool.run([_task(f"t{i}") for i in range(5)], 60, hand_out=hand_out))
-    assert sorted(r.task_id for r in results) == [f"t{i}" for i in range(5)]
-    assert later_of == {"t0": "t2", "t1": "t3", "t2": "t4", "t3": None, "t4": None}
     pool.shutdown()
 
 

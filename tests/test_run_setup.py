@@ -17,11 +17,11 @@ from tests.conftest import DATA
 @pytest.mark.parametrize(
     ("peak_gb", "workers", "expected"),
     [
-        (19.0, 4, 3),  # 0.9 * 80 - 4 * 3.5 = 58 GB usable: three 19 GB verifications
+        (20.0, 4, 3),  # 0.9 * 80 - 4 * 3 = 60 GB usable: three 20 GB verifications
         (1.0, 4, 4),  # small problems: one place per worker, no more
         (0.5, 8, 8),
         (100.0, 4, 1),  # larger than the GPU: one at a time, and it retries alone if it runs out
-        (31.0, 2, 2),  # 65 GB usable with two workers
+        (31.0, 2, 2),  # 66 GB usable with two workers
     ],
 )
 def test_verifications_fit_the_gpu_memory_beside_the_workers_spares(peak_gb, workers, expected) -> None:
@@ -44,9 +44,9 @@ def _driver(config: SearchConfig, gpu_share: float) -> SimpleNamespace:
 def test_the_run_sets_the_places_from_the_starting_kernels_peak_and_says_so() -> None:
     driver = _driver(SearchConfig(problem="p"), gpu_share=0.25)  # four workers on the GPU
     facts = DeviceFacts(floor=None, gpu_name="NVIDIA H100 80GB HBM3", memory_gb=80.0)
-    config = Driver._with_verify_slots(driver, _start(19.0), facts)
+    config = Driver._with_verify_slots(driver, _start(20.0), facts)
     assert config.verify_per_gpu == 3
-    assert driver.display.events == [("verify_slots", {"verify_per_gpu": 3, "verification_peak_gb": 19.0,
+    assert driver.display.events == [("verify_slots", {"verify_per_gpu": 3, "verification_peak_gb": 20.0,
                                                        "gpu_memory_gb": 80.0})]  # fmt: skip
 
 

@@ -17,7 +17,6 @@ from beamsearch.schema import DeviceFacts, RunSpec
 from beamsearch.state import Baseline, BeamEntry, FinalTiming, ProfileJob, ProfileResult, Task, TaskResult
 from profiling.ncu import start_ncu_spare
 from workers.actor import task as task_fns
-from workers.actor.precompiler import PRECOMPILE_CHILD
 from workers.harness.child_process import descendants, start_spares, stop_all
 from workers.proposers.compile_seed import SeedResult
 
@@ -25,9 +24,7 @@ from workers.proposers.compile_seed import SeedResult
 class SearchWorker:
     def __init__(self, name: str, on_gpu: bool = False) -> None:
         self.ctx = task_fns.WorkerContext(name)
-        # on a GPU, the process that compiles variants ahead of their tasks (``task.WorkerContext.precompile_next``) too
-        kinds = ["workers.harness.verify_child", "workers.harness.timing_child"] + ([PRECOMPILE_CHILD] if on_gpu else [])
-        start_spares(kinds, "cuda" if on_gpu else "cpu")
+        start_spares(["workers.harness.verify_child", "workers.harness.timing_child"], "cuda" if on_gpu else "cpu")
 
     def where(self) -> str:
         gpus = os.environ.get("CUDA_VISIBLE_DEVICES", "")

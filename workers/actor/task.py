@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import logging
 import socket
 import subprocess
 import sys
@@ -50,7 +49,6 @@ from profiling.ncu import profile_kernel
 from profiling.roofline import classify
 from profiling.work import judge_time
 from prompts.records import Reflection
-from workers.actor.precompiler import Precompiler
 from workers.harness.gpu_lock import gpu_memory
 from workers.harness.timing import time_target
 from workers.harness.verify import VerifySession, verify_kernel
@@ -61,7 +59,6 @@ from workers.proposers.llm_service import ServiceClient, SharedDiagnosis, find_l
 from workers.proposers.replay import ReplayProposer
 from workers.proposers.rules import rules_diagnosis
 
-log = logging.getLogger(__name__)
 LLM_SHARE = 0.75  # of a task's timeout, for its requests to the model
 CPU_STAND_IN_GPU = "NVIDIA H100 80GB HBM3"  # peaks quoted to a model on CPU runs, which have none
 
@@ -78,7 +75,6 @@ class WorkerContext:
         self._scratch = tempfile.TemporaryDirectory(prefix=f"beamsearch-{name}-")  # removed with the context too
         self.scratch = Path(self._scratch.name)
         self._session: tuple[str, VerifySession] | None = None
-        self._precompiler: Precompiler | None = None
 
     def variant_session(self, spec: RunSpec, kernel: Kernel) -> VerifySession | None:
         """The session a candidate is verified in: the optimiser's knob variants of one problem share one
@@ -98,29 +94,9 @@ class WorkerContext:
             self._session[1].close()
             self._session = None
 
-    def precompile_next(self, task: Task) -> None:
-        """Start the compile of the variant the driver expects this worker to run after ``task``
-        (``Task.compile_next``) in the background; it runs while ``task`` is checked and timed. Never
-        raises: the compile only saves time."""
-        variant = task.compile_next
-        if variant is None:
-            return
-        try:
-            if self._precompiler is None:
-                self._precompiler = Precompiler(task.spec.device)
-            path = self.kernel_file(f"{variant.task_id}-ahead", variant.kernel)
-            limit_s = compile_limit_s(variant.kernel, task.spec.device) or TUNER_COMPILE_LIMIT_S
-            self._precompiler.submit(task.spec, path, task_seeds(variant.task_id, task.config.seed)[0], limit_s)
-        except Exception as e:  # noqa: BLE001 - a folder or a thread that cannot be made: the saving is lost
-            log.warning("no compile ahead of %s: %s: %s", variant.task_id, type(e).__name__, e)
-
     def close(self) -> None:
-        """End the session and the background compiles, and remove the scratch folder: the worker is being
-        shut down."""
+        """End the session and remove the scratch folder: the worker is being shut down."""
         self.close_session()
-        if self._precompiler is not None:
-            self._precompiler.close()
-            self._precompiler = None
         self._scratch.cleanup()
 
     def kernel_file(self, key: str, kernel: Kernel) -> str:
@@ -278,7 +254,6 @@ class _TaskFacts:
 
 
 def run_task(task: Task, ctx: WorkerContext) -> TaskResult:
-    ctx.precompile_next(task)
     stages = Stages()
     config, spec, parent = task.config, task.spec, task.parent
     llm = make_llm(config, spec, task.id) if config.llm else None
