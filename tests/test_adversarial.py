@@ -81,6 +81,8 @@ CASES: list[Case] = [
        "thread"),
     _v("worker_thread.py", "a worker thread started at import does the work", "incorrect", "background_work",
        "rmsnorm-worker"),
+    _v("detached_process.py", "starts a process of its own session whose parent exits (a double fork)", "incorrect",
+       "background_work", "process"),
     Case("adversarial/side_stream.py", "launches on a side stream, unordered with the caller's", "verify", None,
          gpu=Expect("ok", None, ("all checks passed",))),
     # outputs that are not results
@@ -156,6 +158,8 @@ CASES: list[Case] = [
            Expect("crashed", None, ("timing.median_ms",))) for stage in ("time", "search")],
     Case("adversarial/background_thread.py", "does the timed work in a thread", "time",
          Expect("failed", "background_work", ("thread",))),
+    Case("adversarial/detached_process.py", "starts a detached process while timed", "time",
+         Expect("failed", "background_work", ("process",))),
     Case("adversarial/stale_buffer.py", "skips half the work when inputs look repeated", "time",
          Expect("failed", "timed_outputs", ("wrong answer",))),
     Case("adversarial/side_stream.py", "work on a side stream escapes the call's stream", "time", None,
@@ -250,6 +254,31 @@ def test_a_forged_result_is_refused_where_nothing_stops_the_forgery(monkeypatch:
     case = Case("adversarial/forges_result_kills_judge.py", "", "verify",
                 Expect("crashed", None, ("not written by the harness",)))  # fmt: skip
     assert check(case, run(case, "cpu", "small"), on_gpu=False) is None
+
+
+def _detached_by_this_test(mark: str) -> list[int]:
+    """The processes ``detached_process.py`` started in this test: its variable and the test's ``mark`` in
+    their environment (the harness's spares, started meanwhile, have only the mark)."""
+    found = []
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            text = environ.read_bytes()
+            if mark.encode() in text and b"BEAMSEARCH_DETACHED_BY_KERNEL=1" in text:
+                found.append(int(environ.parent.name))
+        except OSError:
+            continue
+    return found
+
+
+def test_a_detached_process_a_kernel_starts_is_seen_and_ended(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A double fork leaves no trace among the call's children, but the runner adopts the grandchild: the
+    call fails for the process it left running, and the process ends with the runner."""
+    mark = f"detached-{os.getpid()}-{os.urandom(4).hex()}"
+    monkeypatch.setenv("BEAMSEARCH_TEST_MARK", mark)
+    case = next(c for c in CASES if c.kernel.endswith("detached_process.py"))
+    assert check(case, run(case, "cpu", "small"), on_gpu=False) is None
+    left = _detached_by_this_test(mark)
+    assert left == [], f"processes the kernel started outlived its verification: {left}"
 
 
 @pytest.mark.gpu

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import ctypes
 import gc
 import hashlib
 import hmac
@@ -61,6 +62,7 @@ EARLY_CUDA_INIT = "BEAMSEARCH_EARLY_CUDA_INIT"
 # times faster to create when many are made at once (docs/scaling.md).
 # Not for the verification runner or timing: false dependencies between streams could hide a race.
 ONE_WORK_QUEUE = {"CUDA_DEVICE_MAX_CONNECTIONS": "1"}
+PR_SET_CHILD_SUBREAPER = 36  # prctl option (linux/prctl.h)
 log = logging.getLogger(__name__)
 
 Req = TypeVar("Req", bound=BaseModel)
@@ -397,7 +399,12 @@ def _spawn(module: str, env: dict[str, str], prefix: Prefix | None = None) -> _C
 
 
 def kill_group(proc: subprocess.Popen) -> None:
-    """SIGKILL a process started with ``start_new_session``, and anything it started still running."""
+    """SIGKILL a process started with ``start_new_session``, and anything it started still running: in its
+    group, or adopted by a runner of its own (a kernel's process that left the group, ``adopt_orphans``)."""
+    if proc.returncode is None:  # not yet reaped: the pid is still this process's child
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGSTOP)  # so that nothing in the group starts more meanwhile
+        end_descendants(proc.pid)
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -472,6 +479,41 @@ def serve(request_model: type[Req], handle: Callable[[Req], BaseModel], exit_nor
         if not exit_normally:
             os._exit(0)
         return
+
+
+_adopting = False  # this process adopts orphans (a judge or a runner)
+
+
+def adopt_orphans() -> bool:
+    """Make this process the subreaper of what it starts (Linux): a descendant whose parent exits becomes
+    this process's child rather than init's, so a kernel's double fork stays in sight and can be ended.
+    Whether it did."""
+    global _adopting
+    try:
+        _adopting = ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):  # no prctl: not Linux
+        _adopting = False
+    return _adopting
+
+
+def end_adopted() -> None:
+    """In a judge that adopts orphans, once its runner has ended: kill what it adopted from the runner
+    (a kernel's process whose runner the kernel ended), with anything else it started still running. A
+    no-op in a process that does not adopt (a test calling a judge's code)."""
+    if _adopting:
+        end_descendants(os.getpid())
+
+
+def end_descendants(root: int, rounds: int = 5) -> None:
+    """SIGKILL ``root``'s descendants, a few rounds for any started while the last were killed. Stop
+    ``root`` first (SIGSTOP) so that it starts no more; what it adopted (``adopt_orphans``) is found too."""
+    for _ in range(rounds):
+        left = descendants(root)
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        if not left:
+            return
 
 
 def descendants(root: int) -> list[int]:

@@ -46,7 +46,7 @@ from pydantic import ValidationError
 
 from workers.harness.allocator import keep_large_blocks_whole
 from workers.harness.binding import BindError, bind
-from workers.harness.child_process import start_cuda_early, warm_up_early
+from workers.harness.child_process import adopt_orphans, end_descendants, start_cuda_early, warm_up_early
 from workers.harness.clock import measure
 from workers.harness.compile_ahead import compile_ahead, warm_up_pass
 from workers.harness.compiled_code import launch_hash
@@ -164,8 +164,12 @@ class KernelProcess:
         return f"the kernel's process {how}" + (f"; last output: {last[:300]}" if last else "")
 
     def stop(self) -> None:
+        """End the runner and every process its kernels started, those that left its group and session
+        included: the runner adopts them (``adopt_orphans``). It is stopped first, so it starts no more."""
         if self.returncode is None:  # once reaped, the pid may belong to another process
             with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGSTOP)
+                end_descendants(self.pid)
                 os.kill(self.pid, signal.SIGKILL)
         self._poll(block=True)
         self.channel.close()
@@ -377,6 +381,7 @@ def _peak_bytes(device: str) -> int:
 
 
 def _serve(channel: Channel) -> None:
+    adopt_orphans()  # a process a kernel starts stays in sight: left running, it fails the call (BackgroundWork)
     warm_up()  # while the judge waits for its job
     if start_cuda_early():
         warm_up_early(warm_up_pass)

@@ -33,7 +33,7 @@ import torch
 
 from beamsearch.schema import TimingKnobs, TimingRequest, TimingResult, VerifyRequest
 from workers.harness.binding import model_values
-from workers.harness.child_process import serve
+from workers.harness.child_process import adopt_orphans, end_adopted, serve
 from workers.harness.clock import measure
 from workers.harness.compare import warm_up_on_gpu
 from workers.harness.gpu_lock import gpu_in_use, gpu_lock
@@ -73,6 +73,8 @@ def time_in_child(req: TimingRequest, runner: KernelProcess) -> TimingResult:
             return _time_kernel_file(req, runner, alone)
         finally:
             runner.stop()  # before the result is written: nothing of the kernel's runs past this point
+            if req.target not in BUILT_IN:  # (PyTorch's compile may keep its own workers)
+                end_adopted()  # what this judge adopted from a runner that ended early
 
 
 def _time_kernel_file(req: TimingRequest, runner: KernelProcess, alone: contextlib.ExitStack) -> TimingResult:
@@ -164,6 +166,7 @@ def _time_built_in(req: TimingRequest, alone: contextlib.ExitStack) -> TimingRes
 
 
 if __name__ == "__main__":
+    adopt_orphans()  # a kernel's process whose runner died comes here, not to init, and is ended with the job
     _runner = KernelProcess.fork()  # before the job and any GPU work: the fork inherits neither
     _undumpable()
     serve(TimingRequest, lambda request: time_in_child(request, _runner), warm_up=warm_up_on_gpu)

@@ -68,7 +68,13 @@ from beamsearch.schema import (
     VerifyRequest,
 )
 from workers.harness.binding import model_values
-from workers.harness.child_process import TAIL_CHARS, serve, use_one_work_queue
+from workers.harness.child_process import (
+    TAIL_CHARS,
+    adopt_orphans,
+    end_adopted,
+    serve,
+    use_one_work_queue,
+)
 from workers.harness.clock import expected_measure_s, timing_checks
 from workers.harness.compare import Comparison, compare, warm_up_on_gpu
 from workers.harness.gpu_lock import gpu_in_use, gpu_lock, gpu_slot
@@ -207,6 +213,7 @@ def verify(req: VerifyRequest, runner: KernelProcess) -> Verdict:
         status, reason, tb = "problem_error", f"verification could not run: {type(e).__name__}: {e}"[:500], traceback.format_exc()
     except BaseException:
         runner.stop()
+        end_adopted()
         raise
     verdict = Verdict(
         started_at=started_at,
@@ -241,6 +248,7 @@ def verify(req: VerifyRequest, runner: KernelProcess) -> Verdict:
         checks.steps.end("runner_kept")
     else:
         runner.stop()  # before the verdict is written: nothing of the kernel's runs past this point
+        end_adopted()  # what this judge adopted from a runner that ended before it was stopped
         checks.steps.end("runner_stopped")
     return verdict.model_copy(update={"steps_s": checks.steps.ended})
 
@@ -775,6 +783,7 @@ def _undumpable() -> None:
 
 
 if __name__ == "__main__":
+    adopt_orphans()  # a kernel's process whose runner died comes here, not to init, and is ended with the job
     _runner = KernelProcess.fork()  # before the job, its key and any GPU work: the fork inherits none of them
     # The judge only: the kernel runs with CUDA's default queues, so one work queue cannot hide a missing
     # synchronisation between its streams.

@@ -1,0 +1,17 @@
+"""Bad: starts a process that leaves its group and session through a double fork, then ends its own
+process at once. The detached process must end with the verification all the same."""
+
+import os
+
+
+def kernel_function(x, weight):
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setsid()
+            if os.fork() == 0:
+                os.execve("/bin/sleep", ["sleep", "120"], {**os.environ, "BEAMSEARCH_DETACHED_BY_KERNEL": "1"})
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+    os._exit(0)
