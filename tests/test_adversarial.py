@@ -83,6 +83,8 @@ CASES: list[Case] = [
        "rmsnorm-worker"),
     _v("detached_process.py", "starts a process of its own session whose parent exits (a double fork)", "incorrect",
        "background_work", "process"),
+    _v("detached_past_the_runner.py", "turns its process's adoption of orphans off, then double forks", "incorrect",
+       "background_work", "left the kernel's process"),
     Case("adversarial/side_stream.py", "launches on a side stream, unordered with the caller's", "verify", None,
          gpu=Expect("ok", None, ("all checks passed",))),
     # outputs that are not results
@@ -275,10 +277,11 @@ def test_a_detached_process_a_kernel_starts_is_seen_and_ended(monkeypatch: pytes
     call fails for the process it left running, and the process ends with the runner."""
     mark = f"detached-{os.getpid()}-{os.urandom(4).hex()}"
     monkeypatch.setenv("BEAMSEARCH_TEST_MARK", mark)
-    case = next(c for c in CASES if c.kernel.endswith("detached_process.py"))
-    assert check(case, run(case, "cpu", "small"), on_gpu=False) is None
-    left = _detached_by_this_test(mark)
-    assert left == [], f"processes the kernel started outlived its verification: {left}"
+    for name in ("detached_process.py", "detached_past_the_runner.py"):
+        case = next(c for c in CASES if c.kernel.endswith(name))
+        assert check(case, run(case, "cpu", "small"), on_gpu=False) is None
+        left = _detached_by_this_test(mark)
+        assert left == [], f"processes {name} started outlived its verification: {left}"
 
 
 @pytest.mark.gpu

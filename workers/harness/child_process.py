@@ -401,15 +401,15 @@ def _spawn(module: str, env: dict[str, str], prefix: Prefix | None = None) -> _C
 def kill_group(proc: subprocess.Popen) -> None:
     """SIGKILL a process started with ``start_new_session``, and anything it started still running: in its
     group, or adopted by a runner of its own (a kernel's process that left the group, ``adopt_orphans``)."""
-    if proc.returncode is None:  # not yet reaped: the pid is still this process's child
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGSTOP)  # so that nothing in the group starts more meanwhile
-        end_descendants(proc.pid)
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    proc.wait()
+        if proc.returncode is None:  # not yet reaped: the pid is still this process's child
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGSTOP)  # so that nothing in the group starts more meanwhile
+            end_descendants(proc.pid)
+    finally:  # never left stopped
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 
 def _kill(child: _Child) -> None:
@@ -484,6 +484,11 @@ def serve(request_model: type[Req], handle: Callable[[Req], BaseModel], exit_nor
 _adopting = False  # this process adopts orphans (a judge or a runner)
 
 
+def adopting() -> bool:
+    """Whether this process adopts orphans (``adopt_orphans``)."""
+    return _adopting
+
+
 def adopt_orphans() -> bool:
     """Make this process the subreaper of what it starts (Linux): a descendant whose parent exits becomes
     this process's child rather than init's, so a kernel's double fork stays in sight and can be ended.
@@ -505,8 +510,9 @@ def end_adopted() -> None:
 
 
 def end_descendants(root: int, rounds: int = 5) -> None:
-    """SIGKILL ``root``'s descendants, a few rounds for any started while the last were killed. Stop
-    ``root`` first (SIGSTOP) so that it starts no more; what it adopted (``adopt_orphans``) is found too."""
+    """SIGKILL ``root``'s descendants, a few rounds for any started while the last were killed; what
+    ``root`` adopted (``adopt_orphans``) is among them. Callers stop ``root`` first (SIGSTOP), so that it
+    starts no more. A process that forks and exits faster than the rounds look can still get away."""
     for _ in range(rounds):
         left = descendants(root)
         for pid in left:
@@ -517,12 +523,15 @@ def end_descendants(root: int, rounds: int = 5) -> None:
 
 
 def descendants(root: int) -> list[int]:
-    """The pids of ``root``'s live descendants, from /proc (children, grandchildren...)."""
+    """The pids of ``root``'s live descendants, from /proc (children, grandchildren...); zombies, dead and
+    waiting to be reaped, are left out."""
     children: dict[int, list[int]] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
         except OSError:
+            continue
+        if fields[0] in ("Z", "X"):
             continue
         children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
     out, todo = [], list(children.get(root, []))

@@ -126,11 +126,12 @@ class BackgroundWork:
     def left_running(self) -> list[str]:
         names = {t.ident: t.name for t in threading.enumerate()}
         found = [f"thread {names.get(i, i)}" for i in sorted(python_threads() - self.threads)]
-        found += [f"process {pid}" for pid in sorted(child_processes() - self.processes) if _running(pid)]
+        found += [f"process {pid}" for pid in sorted(child_processes() - self.processes) if running(pid)]
         return found
 
 
-def _running(pid: int) -> bool:
+def running(pid: int) -> bool:
+    """Alive: neither a zombie nor dead."""
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except (OSError, IndexError):

@@ -46,11 +46,17 @@ from pydantic import ValidationError
 
 from workers.harness.allocator import keep_large_blocks_whole
 from workers.harness.binding import BindError, bind
-from workers.harness.child_process import adopt_orphans, end_descendants, start_cuda_early, warm_up_early
+from workers.harness.child_process import (
+    adopt_orphans,
+    adopting,
+    end_descendants,
+    start_cuda_early,
+    warm_up_early,
+)
 from workers.harness.clock import measure
 from workers.harness.compile_ahead import compile_ahead, warm_up_pass
 from workers.harness.compiled_code import launch_hash
-from workers.harness.integrity import BackgroundWork, Snapshot, ThreadStarts
+from workers.harness.integrity import BackgroundWork, Snapshot, ThreadStarts, child_processes, running
 from workers.harness.problem_instance import load_kernel_function, select_device_name
 from workers.harness.runner_messages import (
     REQUEST,
@@ -109,6 +115,7 @@ class KernelProcess:
         secret is in memory: the fork gets a copy of everything this process holds."""
         ours, theirs = Channel.pair()
         pid = os.fork()
+        _forked.add(pid)
         if pid == 0:  # the runner: never returns into the caller's code
             code = 1
             try:
@@ -167,10 +174,13 @@ class KernelProcess:
         """End the runner and every process its kernels started, those that left its group and session
         included: the runner adopts them (``adopt_orphans``). It is stopped first, so it starts no more."""
         if self.returncode is None:  # once reaped, the pid may belong to another process
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.pid, signal.SIGSTOP)
+            try:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(self.pid, signal.SIGSTOP)
                 end_descendants(self.pid)
-                os.kill(self.pid, signal.SIGKILL)
+            finally:  # never left stopped
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(self.pid, signal.SIGKILL)
         self._poll(block=True)
         self.channel.close()
 
@@ -378,6 +388,18 @@ def release_memory(device: str) -> None:
 def _peak_bytes(device: str) -> int:
     """The most memory this process's allocator has reserved: the judge schedules GPU jobs by it."""
     return torch.cuda.max_memory_reserved(torch.device(device)) if device.startswith("cuda") else 0
+
+
+_forked: set[int] = set()  # the runners this process forked
+
+
+def strays() -> list[int]:
+    """In a judge that adopts orphans: its live children other than the runners it forked, that is,
+    processes a kernel started that reached it (the kernel's runner gave up adopting, or died). Empty in
+    a process that does not adopt (a test calling a judge's code has children of its own)."""
+    if not adopting():
+        return []
+    return sorted(p for p in child_processes() - _forked if running(p))
 
 
 def _serve(channel: Channel) -> None:

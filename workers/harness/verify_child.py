@@ -78,7 +78,13 @@ from workers.harness.child_process import (
 from workers.harness.clock import expected_measure_s, timing_checks
 from workers.harness.compare import Comparison, compare, warm_up_on_gpu
 from workers.harness.gpu_lock import gpu_in_use, gpu_lock, gpu_slot
-from workers.harness.kernel_runner import KernelProcess, KernelProcessDied, KernelProcessHung, release_memory
+from workers.harness.kernel_runner import (
+    KernelProcess,
+    KernelProcessDied,
+    KernelProcessHung,
+    release_memory,
+    strays,
+)
 from workers.harness.problem_instance import (
     TORCH_DTYPES,
     ProblemInstance,
@@ -695,7 +701,7 @@ def _check_evidence(evidence: Evidence, checks: Checks, where: str, threads_star
     tampering = list(evidence.tampering)
     checks.record("harness_intact", not tampering,
                   f"the kernel changed the harness in its process ({where}): {'; '.join(tampering)[:800]}")  # fmt: skip
-    background = list(evidence.background)
+    background = list(evidence.background) + [f"process {pid} (which left the kernel's process)" for pid in strays()]
     if threads_started:
         background.insert(0, f"{threads_started} thread(s) started during the call")
     checks.record("background_work", not background,
