@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -30,3 +32,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def scale_spec() -> RunSpec:
     """The tiny test problem, on the CPU under Triton's interpreter."""
     return RunSpec(problem_path=str(DATA / "scale_rows_problem.py"), shapes="small", device="cpu", dtype="bf16")
+
+
+@pytest.fixture
+def detached_left(monkeypatch: pytest.MonkeyPatch) -> Callable[[], list[int]]:
+    """Marks this test's processes in their environment; returns a function listing those that a test
+    kernel detached (``tests/data/kernels/_detach.py``) and that are still alive. The harness's spares,
+    started meanwhile, carry only the test's mark."""
+    mark = f"detached-{os.getpid()}-{os.urandom(4).hex()}"
+    monkeypatch.setenv("BEAMSEARCH_TEST_MARK", mark)
+
+    def left() -> list[int]:
+        found = []
+        for environ in Path("/proc").glob("[0-9]*/environ"):
+            try:
+                text = environ.read_bytes()
+            except OSError:
+                continue
+            if mark.encode() in text and b"BEAMSEARCH_DETACHED_BY_KERNEL=1" in text:
+                found.append(int(environ.parent.name))
+        return found
+
+    return left

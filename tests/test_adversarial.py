@@ -258,29 +258,13 @@ def test_a_forged_result_is_refused_where_nothing_stops_the_forgery(monkeypatch:
     assert check(case, run(case, "cpu", "small"), on_gpu=False) is None
 
 
-def _detached_by_this_test(mark: str) -> list[int]:
-    """The processes ``detached_process.py`` started in this test: its variable and the test's ``mark`` in
-    their environment (the harness's spares, started meanwhile, have only the mark)."""
-    found = []
-    for environ in Path("/proc").glob("[0-9]*/environ"):
-        try:
-            text = environ.read_bytes()
-            if mark.encode() in text and b"BEAMSEARCH_DETACHED_BY_KERNEL=1" in text:
-                found.append(int(environ.parent.name))
-        except OSError:
-            continue
-    return found
-
-
-def test_a_detached_process_a_kernel_starts_is_seen_and_ended(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_detached_process_a_kernel_starts_is_seen_and_ended(detached_left) -> None:
     """A double fork leaves no trace among the call's children, but the runner adopts the grandchild: the
     call fails for the process it left running, and the process ends with the runner."""
-    mark = f"detached-{os.getpid()}-{os.urandom(4).hex()}"
-    monkeypatch.setenv("BEAMSEARCH_TEST_MARK", mark)
     for name in ("detached_process.py", "detached_past_the_runner.py"):
         case = next(c for c in CASES if c.kernel.endswith(name))
         assert check(case, run(case, "cpu", "small"), on_gpu=False) is None
-        left = _detached_by_this_test(mark)
+        left = detached_left()
         assert left == [], f"processes {name} started outlived its verification: {left}"
 
 

@@ -3,7 +3,6 @@ the per-device lock."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
@@ -432,15 +431,10 @@ def test_a_hanging_target_is_killed(scale_spec: RunSpec) -> None:
 
 
 @pytest.mark.parametrize("name", ["detaches_and_hangs.py", "detaches_and_exits.py"])
-def test_a_process_a_timed_kernel_detached_ends_with_its_timing(name: str, scale_spec: RunSpec,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
-    from tests.test_adversarial import _detached_by_this_test
-
-    mark = f"detached-{os.getpid()}-{os.urandom(4).hex()}"
-    monkeypatch.setenv("BEAMSEARCH_TEST_MARK", mark)
+def test_a_process_a_timed_kernel_detached_ends_with_its_timing(name: str, scale_spec: RunSpec, detached_left) -> None:
     result = time_target(scale_spec, str(KERNELS / name), timeout_s=10)
     assert result.status != "ok", result.reason
-    assert _detached_by_this_test(mark) == [], "the kernel's detached process outlived its timing"
+    assert detached_left() == [], "the kernel's detached process outlived its timing"
 
 
 def test_lock_is_shared_across_processes(tmp_path) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from beamsearch.schema import RunSpec, Tolerance
@@ -50,17 +48,13 @@ def test_hanging_kernel_times_out_and_the_caller_carries_on(scale_spec: RunSpec)
 
 @pytest.mark.parametrize(("name", "status"), [("detaches_and_hangs.py", "timeout"), ("detaches_and_exits.py", "crashed")])
 def test_a_process_a_kernel_detached_ends_with_its_verification(name: str, status: str, scale_spec: RunSpec,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+                                                                 detached_left) -> None:  # fmt: skip
     """A process a kernel started outside its process group and session (a double fork) is ended with the
     verification: adopted by the runner while it lives, by the judge once the kernel ended the runner
     (``child_process.adopt_orphans``)."""
-    from tests.test_adversarial import _detached_by_this_test
-
-    mark = f"detached-{os.getpid()}-{os.urandom(4).hex()}"
-    monkeypatch.setenv("BEAMSEARCH_TEST_MARK", mark)
     verdict = verify_kernel(scale_spec, str(KERNELS / name), timeout_s=15)
     assert verdict.status == status, verdict.reason
-    assert _detached_by_this_test(mark) == [], "the kernel's detached process outlived its verification"
+    assert detached_left() == [], "the kernel's detached process outlived its verification"
 
 
 def test_a_first_call_past_its_limit_is_a_timeout_that_says_it_was_the_compile(scale_spec: RunSpec) -> None:

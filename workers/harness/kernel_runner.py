@@ -115,7 +115,6 @@ class KernelProcess:
         secret is in memory: the fork gets a copy of everything this process holds."""
         ours, theirs = Channel.pair()
         pid = os.fork()
-        _forked.add(pid)
         if pid == 0:  # the runner: never returns into the caller's code
             code = 1
             try:
@@ -128,6 +127,7 @@ class KernelProcess:
             finally:
                 os._exit(code)
         theirs.close()
+        _forked.add(pid)
         return cls(pid, ours)
 
     def request(self, body: dict[str, Any], tensors: list[torch.Tensor] = (), timeout_s: float | None = None,

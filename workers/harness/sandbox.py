@@ -60,21 +60,14 @@ def confine_job(work: Path, extra: list[Path] = ()) -> str:
     return confine([*writable_defaults(work), *extra])
 
 
-def unavailable() -> str:
-    """Why ``confine`` would confine nothing here; empty where it would confine."""
-    if os.environ.get(DISABLE_ENV, "1") == "0":
-        return f"turned off ({DISABLE_ENV}=0)"
-    if landlock_abi() < 1:
-        return "Landlock is not available on this kernel"
-    return ""
-
-
 def confine(writable: list[Path]) -> str:
     """Restrict this process (and what it starts) to writing beneath ``writable``. Returns a one-line
     description: 'landlock ABI n: writes only to ...' or why nothing was confined. Never raises."""
-    if why := unavailable():
-        return f"none: {why}"
+    if os.environ.get(DISABLE_ENV, "1") == "0":
+        return f"none: turned off ({DISABLE_ENV}=0)"
     abi = landlock_abi()
+    if abi < 1:
+        return "none: Landlock is not available on this kernel"
     libc = ctypes.CDLL(None, use_errno=True)
     handled = _WRITE_FILE | _REMOVE_DIR | _REMOVE_FILE | _MAKE
     handled |= _REFER if abi >= 2 else 0

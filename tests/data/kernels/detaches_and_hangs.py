@@ -2,17 +2,13 @@
 The process must end when the hung call is stopped."""
 
 import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _detach import detach_sleeper  # noqa: E402
 
 
 def kernel_function(x, weight):
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.setsid()
-            if os.fork() == 0:
-                os.execve("/bin/sleep", ["sleep", "120"], {**os.environ, "BEAMSEARCH_DETACHED_BY_KERNEL": "1"})
-        finally:
-            os._exit(0)
-    os.waitpid(pid, 0)
+    detach_sleeper()
     while True:
         pass
