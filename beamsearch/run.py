@@ -22,6 +22,8 @@ import shutil
 import socket
 import sys
 import tempfile
+import traceback
+from importlib.util import find_spec
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -135,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
                 "or start from torch.compile's own kernels with --compiler-seed")  # fmt: skip
     if previous is None and kernel is None and not config.wants_compiler_seed("cuda"):
         fail(no_start)  # no device would give this run a seed to start from
+    _require_packages()
     if config.llm:
         _preflight(config)
     trace = TraceWriter(out or new_run_dir(problem.name))
@@ -189,9 +192,13 @@ def _search(config: SearchConfig, previous: BeamState | None, kernel: Kernel | N
     except KeyboardInterrupt:
         display.event("interrupted", after_round=driver.state.round)
         display.close()
-        print(f"interrupted: the trace in {trace.out} is consistent up to round {driver.state.round}; "
-              f"continue with --resume --out {trace.out}", file=sys.stderr)  # fmt: skip
+        print(f"interrupted: {_where_to_go_on(trace, driver.state)}", file=sys.stderr)
         return 130
+    except Exception as e:  # a fault of ours: say so, and keep what the finished rounds found
+        display.close()
+        traceback.print_exc()
+        fail(f"the search stopped on an unexpected error ({type(e).__name__}: {e}); "
+             f"please report it with the traceback above. {_where_to_go_on(trace, driver.state)}", code=1)  # fmt: skip
     finally:
         pool.shutdown()
         del service
@@ -203,6 +210,26 @@ def _search(config: SearchConfig, previous: BeamState | None, kernel: Kernel | N
         print(f"warning: no report ({e}); make it with: python -m beamsearch.report {trace.out}", file=sys.stderr)
     print(f"results in {trace.out}; publish them with: python -m beamsearch.publish {trace.out}", file=sys.stderr)
     return 0 if summary.best_id else 1
+
+
+def _where_to_go_on(trace: TraceWriter, state: BeamState) -> str:
+    """How to carry on from a run that stopped: resume its finished rounds, or, before any was saved, start again."""
+    if not (trace.out / "state.json").is_file():
+        return f"nothing was saved in {trace.out} yet: start the run again"
+    return f"the trace in {trace.out} is consistent up to round {state.round}; continue with --resume --out {trace.out}"
+
+
+# Packages a run imports only when it reaches them (the tuner's TPE in its first model-based round, the
+# report's plot at the end): a missing one is named before any work rather than minutes into a run.
+LATE_IMPORTS = ("optuna", "matplotlib")
+
+
+def _require_packages() -> None:
+    missing = [name for name in LATE_IMPORTS if find_spec(name) is None]
+    if missing:
+        fail(f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not installed, and a run needs "
+             f"{'it' if len(missing) == 1 else 'them'}: install the project with pip install -e . "
+             f"(on a machine with no package index, carry the wheels)")  # fmt: skip
 
 
 def _minutes(text: str) -> float | str:

@@ -367,3 +367,47 @@ def test_full_disk_and_a_garbage_model_lose_nothing(tmp_path, monkeypatch, capsy
         assert run.main(["--resume", "--out", str(out), "--quiet"]) == 0
     summary, _ = check_trace(out, rounds=2)
     assert summary.best_id == "input" and summary.candidates_ok == 0
+
+
+def test_a_missing_package_is_named_before_any_work(tmp_path, monkeypatch, capsys) -> None:
+    """The tuner imports optuna only in its first model-based round: without the check a run failed there."""
+    from beamsearch import run
+
+    real = run.find_spec
+    monkeypatch.setattr(run, "find_spec", lambda name: None if name == "optuna" else real(name))
+    out = tmp_path / "o"
+    with pytest.raises(SystemExit) as stopped:
+        run.main(["--problem", PROBLEM, "--kernel", str(START), "--out", str(out), "--quiet"])
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert "optuna is not installed" in err and "pip install -e ." in err, err
+    assert not out.exists()
+
+
+def test_an_unexpected_error_keeps_the_finished_rounds(tmp_path, monkeypatch, capsys) -> None:
+    """A fault of ours in round 2 stops the run with its traceback and the way to go on; --resume does."""
+    from beamsearch import run
+    from beamsearch.optimiser import Optimiser
+
+    real = Optimiser.plan
+
+    def plan(self, state, round_, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202 - Optimiser.plan's own
+        if round_ == 2:
+            raise RuntimeError("a planned fault")
+        return real(self, state, round_, *args, **kwargs)
+
+    monkeypatch.setattr(Optimiser, "plan", plan)
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    out = tmp_path / "o"
+    args = ["--problem", PROBLEM, "--kernel", str(START), "--out", str(out), "--rounds", "2", "--workers", "1", "--quiet"]
+    with pytest.raises(SystemExit) as stopped:
+        run.main(args)
+    assert stopped.value.code == 1
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "unexpected error (RuntimeError: a planned fault)" in err, err[-2000:]
+    assert f"consistent up to round 1; continue with --resume --out {out}" in err, err[-2000:]
+    assert BeamState.model_validate_json((out / "state.json").read_text()).round == 1
+
+    monkeypatch.setattr(Optimiser, "plan", real)
+    assert run.main(["--resume", "--out", str(out), "--quiet"]) == 0
+    check_trace(out, rounds=2)
