@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import logging
 import os
 import shutil
@@ -23,7 +24,7 @@ import socket
 import sys
 import tempfile
 import traceback
-from importlib.util import find_spec
+from importlib import import_module
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -192,13 +193,13 @@ def _search(config: SearchConfig, previous: BeamState | None, kernel: Kernel | N
     except KeyboardInterrupt:
         display.event("interrupted", after_round=driver.state.round)
         display.close()
-        print(f"interrupted: {_where_to_go_on(trace, driver.state)}", file=sys.stderr)
+        print(f"interrupted: {_where_to_go_on(trace)}", file=sys.stderr)
         return 130
     except Exception as e:  # a fault of ours: say so, and keep what the finished rounds found
         display.close()
         traceback.print_exc()
         fail(f"the search stopped on an unexpected error ({type(e).__name__}: {e}); "
-             f"please report it with the traceback above. {_where_to_go_on(trace, driver.state)}", code=1)  # fmt: skip
+             f"please report it with the traceback above. {_where_to_go_on(trace)}", code=1)  # fmt: skip
     finally:
         pool.shutdown()
         del service
@@ -212,24 +213,27 @@ def _search(config: SearchConfig, previous: BeamState | None, kernel: Kernel | N
     return 0 if summary.best_id else 1
 
 
-def _where_to_go_on(trace: TraceWriter, state: BeamState) -> str:
-    """How to carry on from a run that stopped: resume its finished rounds, or, before any was saved, start again."""
-    if not (trace.out / "state.json").is_file():
+def _where_to_go_on(trace: TraceWriter) -> str:
+    """How to carry on from a run that stopped: resume its saved rounds, or, before any was saved, start again."""
+    try:
+        saved = json.loads((trace.out / "state.json").read_text())["round"]
+    except (OSError, ValueError, KeyError, TypeError):
         return f"nothing was saved in {trace.out} yet: start the run again"
-    return f"the trace in {trace.out} is consistent up to round {state.round}; continue with --resume --out {trace.out}"
+    return f"the trace in {trace.out} is consistent up to round {saved}; continue with --resume --out {trace.out}"
 
 
 # Packages a run imports only when it reaches them (the tuner's TPE in its first model-based round, the
-# report's plot at the end): a missing one is named before any work rather than minutes into a run.
-LATE_IMPORTS = ("optuna", "matplotlib")
+# report's plot at the end): one missing, or missing a dependency of its own, is named before any work.
+LATE_IMPORTS = ("optuna", "matplotlib.figure")
 
 
 def _require_packages() -> None:
-    missing = [name for name in LATE_IMPORTS if find_spec(name) is None]
-    if missing:
-        fail(f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not installed, and a run needs "
-             f"{'it' if len(missing) == 1 else 'them'}: install the project with pip install -e . "
-             f"(on a machine with no package index, carry the wheels)")  # fmt: skip
+    for name in LATE_IMPORTS:
+        try:
+            import_module(name)
+        except ImportError as e:
+            fail(f"a run needs {name.split('.')[0]}, which cannot be imported ({e}): install the project with "
+                 "pip install -e . (on a machine with no package index, carry its wheels and its dependencies)")  # fmt: skip
 
 
 def _minutes(text: str) -> float | str:
