@@ -169,8 +169,12 @@ class Optimiser:
         if not answers:
             return
         outcome = self._outcome(result, [key for key, _ in answers])
-        if result.kernel is not None:
-            self.outcomes[code_hash(result.kernel.source)] = outcome
+        kernel = result.kernel
+        if len(result.tries) > 1:  # a model refined the variant: the point's own kernel is the first try's
+            first = result.tries[0]
+            outcome, kernel = Outcome(failure=f"rejected: {first.verdict.status}: {first.verdict.reason}"[:1000]), first.kernel
+        if kernel is not None:
+            self.outcomes[code_hash(kernel.source)] = outcome
         for key, point in answers:
             searcher = self._searcher(key)
             searcher.observe(point, outcome.time_ms, outcome.failure)

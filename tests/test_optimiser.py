@@ -17,7 +17,7 @@ import pytest
 from beamsearch import optimiser as optimiser_module
 from beamsearch.beam import code_hash
 from beamsearch.config import SearchConfig
-from beamsearch.optimiser import Optimiser, outcome_of
+from beamsearch.optimiser import Optimiser, Outcome, outcome_of
 from beamsearch.problems import problem_sizes
 from beamsearch.schema import Kernel, Roofline, RunSpec
 from beamsearch.state import BeamEntry, BeamState, OptimiserState, TaskResult
@@ -355,3 +355,24 @@ def test_an_autotuned_roots_code_is_not_taken_for_its_first_configs(monkeypatch)
     opt = Optimiser(state.optimiser, {}, seed=0, budget=None, make=ShuffleSearcher)
     (task,) = opt.plan(state, round_=1, count=1)
     assert opt.known_compiled(task.id) == {}
+
+
+def test_a_variant_a_model_refined_is_told_its_own_first_verdict() -> None:
+    """With a model, a failed knob variant is refined; its point learns what its own kernel did, not the fix."""
+    from beamsearch.schema import Verdict
+    from beamsearch.state import VerifyTry
+
+    state = beam_state()
+    opt = Optimiser(state.optimiser, {}, seed=0, budget=None, make=ShuffleSearcher)
+    task = opt.plan(state, 1, 1)[0]
+    fixed = Kernel(source=task.kernel.source.replace("(x * w)", "(w * x)"), origin="llm")  # the model's fix
+    wrong = Verdict(passed=False, status="incorrect", reason="all_written: 8 of 16 output elements were never written (seed 3)",
+                    kernel_path="k.py")  # fmt: skip
+    passed = Verdict(passed=True, status="ok", reason="all checks passed", kernel_path="k.py")
+    result = result_of(task, 3.0).model_copy(update={"kernel": fixed, "tries": [VerifyTry(kernel=task.kernel, verdict=wrong),
+                                                                                  VerifyTry(kernel=fixed, verdict=passed)]})  # fmt: skip
+    opt.observe(result)
+    told = opt.live[Kernel(source=SOURCE, origin="input").hash].told[-1]
+    assert told.time_ms is None and told.failure.startswith("rejected: incorrect: all_written: 8 of 16"), told
+    assert opt.outcomes[code_hash(task.kernel.source)] == Outcome(failure=told.failure)
+    assert code_hash(fixed.source) not in opt.outcomes
