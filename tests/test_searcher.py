@@ -14,6 +14,7 @@ from workers.proposers.searcher import (
     first_points,
     is_grid_failure,
     is_resource_failure,
+    is_wrong_output,
 )
 
 SPACE = KnobSpace(dims=[
@@ -281,3 +282,86 @@ def test_stage_counts_seen_to_compile_alike_are_not_tried_again_anywhere() -> No
     assert restored.suggest(10) == []
     fresh = Searcher(STAGED, seed=0, state=searcher.state().model_copy(update={"same_code": []}))
     assert len(fresh.suggest(10)) == 6  # without it, the other stage counts are new points
+
+
+# A kernel whose body unrolls four rows a program: NUM_ROWS past 4 leaves rows unwritten, whatever the rest.
+ROWS = KnobSpace(dims=[
+    KnobDim(name="k:NUM_ROWS", kind="block", values=[1, 2, 4, 8, 16], start=4),
+    KnobDim(name="k:BLOCK_K", kind="block", values=[64, 128, 256, 512, 1024, 2048], start=256),
+    KnobDim(name="k:num_warps", kind="warps", values=[1, 2, 4, 8, 16], start=4),
+    KnobDim(name="k:num_stages", kind="stages", values=[1, 2, 3, 4], start=2),
+])  # fmt: skip
+UNWRITTEN = "rejected: incorrect: all_written: 1024 of 2048 output elements were never written (seed 7; first at flat index 4)"
+
+
+def _rows_cost(p: dict[str, int]) -> float | str:
+    if p["k:NUM_ROWS"] > 4:
+        return UNWRITTEN
+    return 1.0 + abs(p["k:BLOCK_K"] - 1024) / 1024 + abs(p["k:num_warps"] - 8) / 8 + (4 - p["k:NUM_ROWS"]) / 8
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_knob_value_that_leaves_outputs_unwritten_is_not_tried_again(seed: int) -> None:
+    searcher = Searcher(ROWS, seed, first=first_points(ROWS, "memory"), budget=120)
+    points = drive(searcher, _rows_cost, 120)
+    wrong = [p for p in points if isinstance(_rows_cost(p), str)]
+    # each of the two wrong values is ruled out at its second strike one knob from a correct point, and a
+    # round of 8 is planned before its results come back (without the rule: 19-34)
+    assert len(wrong) <= 10, [(p["k:NUM_ROWS"], p["k:BLOCK_K"]) for p in wrong]
+    every = [dict(zip([d.name for d in ROWS.dims], values, strict=True)) for values in itertools.product(*(d.values for d in ROWS.dims))]
+    assert searcher.best()[1] <= 1.02 * min(c for c in map(_rows_cost, every) if not isinstance(c, str))
+    restored = Searcher(ROWS, seed, state=searcher.state())
+    assert all(p["k:NUM_ROWS"] <= 4 for p in restored.suggest(50))
+
+
+def _interacting_cost(p: dict[str, int]) -> float | str:
+    """Rows unwritten only where a block is too large for its warps; the optimum needs both large."""
+    if p["k:BLOCK_K"] > 256 * p["k:num_warps"]:
+        return UNWRITTEN
+    return 1.0 + abs(p["k:BLOCK_K"] - 2048) / 1024 + abs(p["k:num_warps"] - 8) / 8 + (4 - min(p["k:NUM_ROWS"], 4)) / 8
+
+
+@pytest.mark.parametrize("budget", [120, 1000], ids=["model-based", "exhaustive"])
+def test_a_value_wrong_only_beside_others_does_not_hide_the_optimum(budget: int) -> None:
+    every = [dict(zip([d.name for d in ROWS.dims], values, strict=True)) for values in itertools.product(*(d.values for d in ROWS.dims))]
+    optimum = min(c for c in map(_interacting_cost, every) if not isinstance(c, str))
+    for seed in range(3):
+        searcher = Searcher(ROWS, seed, first=first_points(ROWS, "memory"), budget=budget)
+        drive(searcher, _interacting_cost, budget)
+        assert searcher.best()[1] == optimum, f"seed {seed}: {searcher.best()}"
+
+
+def test_a_value_is_ruled_out_on_its_second_strike_one_knob_from_a_correct_point() -> None:
+    eight = {"k:NUM_ROWS": 8}
+    searcher = Searcher(ROWS, seed=0, budget=ROWS.size())
+    searcher.observe(ROWS.start() | eight, None, UNWRITTEN)  # one strike: the start's other values are good
+    assert any(p["k:NUM_ROWS"] == 8 for p in searcher.suggest(ROWS.size()))
+    searcher = Searcher(ROWS, seed=0, budget=ROWS.size())
+    searcher.observe(ROWS.start() | {"k:num_warps": 8}, 1.0)
+    searcher.observe(ROWS.start() | eight, None, UNWRITTEN)
+    searcher.observe(ROWS.start() | eight | {"k:num_warps": 8}, None, UNWRITTEN)
+    assert not any(p["k:NUM_ROWS"] == 8 for p in searcher.suggest(ROWS.size()))
+    # two knobs from every correct point: which one is wrong is not known
+    searcher = Searcher(ROWS, seed=0, budget=ROWS.size())
+    searcher.observe(ROWS.start() | eight | {"k:BLOCK_K": 2048}, None, UNWRITTEN)
+    searcher.observe(ROWS.start() | eight | {"k:BLOCK_K": 64}, None, UNWRITTEN)
+    assert any(p["k:NUM_ROWS"] == 8 for p in searcher.suggest(ROWS.size()))
+    # a correct point holding the value clears it: the unwritten rows needed more than that value
+    searcher = Searcher(ROWS, seed=0, budget=ROWS.size())
+    searcher.observe(ROWS.start() | {"k:num_warps": 8}, 1.0)
+    searcher.observe(ROWS.start() | eight, None, UNWRITTEN)
+    searcher.observe(ROWS.start() | eight | {"k:num_warps": 8}, None, UNWRITTEN)
+    searcher.observe(ROWS.start() | eight | {"k:BLOCK_K": 64}, 1.0)
+    assert any(p["k:NUM_ROWS"] == 8 for p in searcher.suggest(ROWS.size()))
+    # a sweep tries every point
+    sweep = Searcher(ROWS, seed=0, budget=ROWS.size(), learn_wrong_values=False)
+    sweep.observe(ROWS.start() | {"k:num_warps": 8}, 1.0)
+    sweep.observe(ROWS.start() | eight, None, UNWRITTEN)
+    sweep.observe(ROWS.start() | eight | {"k:num_warps": 8}, None, UNWRITTEN)
+    assert any(p["k:NUM_ROWS"] == 8 for p in sweep.suggest(ROWS.size()))
+    # a first call's unwritten rows only: not the cache checks' calls, not values off
+    assert is_wrong_output(UNWRITTEN)
+    assert not is_wrong_output("rejected: incorrect: all_written: 3 of 64 output elements were never written "
+                               "(seed 7, a few input elements changed; first at flat index 2)")  # fmt: skip
+    assert not is_wrong_output("rejected: incorrect: values: 12 of 64 output elements outside atol (seed 7)")
+    assert not is_wrong_output("rejected: incorrect: background_work: a process left running")

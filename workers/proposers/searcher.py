@@ -18,7 +18,15 @@ that dominates it (the same warps and grid, every block and the stages at least 
 that swaps a grid and whose launch CUDA refused (``is_grid_failure``: a grid axis past its limit, e.g. a
 swap that puts a million programs on axis 1, where 65,535 is the most) is never suggested again, and
 neither is any point with the same grid swaps and every block at most as large (as many programs or
-more on each axis, whatever the warps and stages). Other failures rule out only the point itself.
+more on each axis, whatever the warps and stages). A knob value whose kernel left outputs
+unwritten (``is_wrong_output``, at a first call) is never suggested again once two such points, each one
+knob away from a correct point, put the blame on it and no correct point holds it: a value the kernel's
+code was not written for (a ``NUM_ROWS`` its body unrolls for four rows only) is wrong whatever the other
+knobs, while a value wrong only beside some others (a block that needs more warps) is cleared by a correct
+point before its second strike, or ruled out though right elsewhere: the price of the rule. The space's
+start counts as correct (its root kernel verified) unless the root is autotuned or the start itself left
+outputs unwritten. Other
+failures rule out only the point itself.
 """
 
 from __future__ import annotations
@@ -50,12 +58,23 @@ RESOURCE_FAILURE = re.compile(
 # axis past its limit (programs grow as blocks shrink).
 GRID_FAILURE = re.compile(r"Triton Error \[CUDA\]: invalid argument")
 
+# A verdict that a seed's first call (``(seed N)`` or ``(seed N; ``) left outputs unwritten: a grid that
+# does not cover the outputs for a knob's value. The cache checks' calls, which name their variant after
+# the seed, catch cheats rather than a knob's doing; values off may be a tolerance a whole point misses.
+WRONG_OUTPUT = re.compile(r"\bincorrect: all_written: [^()]*\(seed \d+[;)]")
+STRIKES = 2  # wrong points blaming one value before it is ruled out
+
 Index = tuple[int, ...]  # a point as one value index per dimension
 
 
 def is_resource_failure(failure: str) -> bool:
     """Whether a failure's text says the kernel ran out of a resource that grows with tiles and stages."""
     return RESOURCE_FAILURE.search(failure) is not None
+
+
+def is_wrong_output(failure: str) -> bool:
+    """Whether a failure's text says a first call left some of the kernel's outputs unwritten."""
+    return WRONG_OUTPUT.search(failure) is not None
 
 
 def is_grid_failure(failure: str) -> bool:
@@ -68,12 +87,12 @@ class Searcher:
 
     def __init__(self, space: KnobSpace, seed: int, state: SearcherState | None = None,
                  first: Sequence[dict[str, int]] = (), budget: int | None = None,
-                 strategy: Strategy | None = None) -> None:  # fmt: skip
+                 strategy: Strategy | None = None, learn_wrong_values: bool = True) -> None:  # fmt: skip
         """``first``: points to try first, in order (the caller's preference; missing names keep the
         start value); a restored searcher keeps its state's. ``budget``: the candidates the caller means
         to spend; a space of at most that many points (``DEFAULT_BUDGET`` without one) is searched
         exhaustively, a larger one by ``hybrid``. ``strategy`` overrides that choice (the benchmark's
-        baselines). Raises ValueError on a ``state`` of another space or a ``first`` point with an
+        baselines). ``learn_wrong_values``: False for a sweep, which tries every point. Raises ValueError on a ``state`` of another space or a ``first`` point with an
         unknown name or illegal value."""
         self.space = space
         self.seed = seed
@@ -102,6 +121,15 @@ class Searcher:
         for a, b in state.same_code:
             self.same_code(a, b)
         self._seen_canonical = {self._canonical(i) for i in self._seen}
+        self._wrong_values = _WrongValues(len(space.dims)) if learn_wrong_values else None
+        if self._wrong_values is not None:
+            start = self._index(space.start())
+            # the root verified at its start, unless autotuned (its autotuner's pick ran, not the start)
+            if not space.configs and not any(self._index(o.point) == start and is_wrong_output(o.failure or "")
+                                            for o in self._observations):
+                self._wrong_values.correct(start)
+            for o in self._observations:
+                self._learn(self._index(o.point), o)
 
     def suggest(self, n: int) -> list[dict[str, int]]:
         """Up to ``n`` new points never suggested before and not ruled out; [] when none is left."""
@@ -136,6 +164,15 @@ class Searcher:
             self._limits.append(index)
         elif failure and is_grid_failure(failure) and index not in self._grid_limits and self._swaps_a_grid(index):
             self._grid_limits.append(index)
+        self._learn(index, self._observations[-1])
+
+    def _learn(self, index: Index, o: Observation) -> None:
+        if self._wrong_values is None:
+            return
+        if o.time_ms is not None:
+            self._wrong_values.correct(index)
+        elif o.failure and is_wrong_output(o.failure):
+            self._wrong_values.wrong(index)
 
     def same_code(self, a: dict[str, int], b: dict[str, int]) -> None:
         """Learn that points ``a`` and ``b`` compiled to the same code. Where they differ only in one
@@ -280,6 +317,7 @@ class Searcher:
     def _free(self, index: Index) -> bool:
         return index not in self._seen and self._canonical(index) not in self._seen_canonical \
             and not self._over_limits(index) \
+            and not (self._wrong_values and self._wrong_values.holds_one(index)) \
             and not any(self._dominates(index, limit) for limit in self._limits) \
             and not any(self._more_programs(index, limit) for limit in self._grid_limits)  # fmt: skip
 
@@ -339,6 +377,48 @@ class Searcher:
 
     def _point(self, index: Index) -> dict[str, int]:
         return {d.name: d.values[i] for d, i in zip(self.space.dims, index, strict=True)}
+
+
+class _WrongValues:
+    """Knob values blamed for wrong outputs: each wrong point one knob away from a correct point blames
+    its value of that knob; a value with ``STRIKES`` blames and no correct point holding it is ruled
+    out. Built incrementally: the driver tells thousands of points."""
+
+    def __init__(self, dims: int) -> None:
+        self._correct: list[Index] = []
+        self._wrong: list[Index] = []
+        self._held: set[tuple[int, int]] = set()  # (dimension, value index) of correct points
+        self._blamed: dict[tuple[int, int], set[Index]] = {}  # value -> the wrong points that blame it
+        self._ruled_out: dict[int, set[int]] = {d: set() for d in range(dims)}
+
+    def correct(self, index: Index) -> None:
+        self._correct.append(index)
+        self._held.update(enumerate(index))
+        for w in self._wrong:
+            self._blame(w, index)
+        for d, v in enumerate(index):
+            self._ruled_out[d].discard(v)
+
+    def wrong(self, index: Index) -> None:
+        self._wrong.append(index)
+        for c in self._correct:
+            self._blame(index, c)
+
+    def _blame(self, w: Index, c: Index) -> None:
+        differ = [d for d in range(len(w)) if w[d] != c[d]]
+        if len(differ) != 1:
+            return
+        value = (differ[0], w[differ[0]])
+        blamers = self._blamed.setdefault(value, set())
+        blamers.add(w)
+        if len(blamers) >= STRIKES and value not in self._held:
+            self._ruled_out[value[0]].add(value[1])
+
+    def holds_one(self, index: Index) -> bool:
+        return any(v in self._ruled_out[d] for d, v in enumerate(index))
+
+    def __bool__(self) -> bool:
+        return any(self._ruled_out.values())
 
 
 def _round_robin(*streams: Iterator[Index]) -> Iterator[Index]:
