@@ -225,7 +225,7 @@ class Driver:
         left = rounds_left if config.budget_candidates is None else min(rounds_left, config.budget_candidates - self._candidates())
         # A sweep is the searcher's exhaustive strategy run to the end: every point but those above a learned
         # resource limit, which would fail the same way.
-        make = functools.partial(Searcher, strategy="exhaustive", learn_wrong_values=False) if config.sweep else Searcher
+        make = functools.partial(Searcher, strategy="exhaustive") if config.sweep else Searcher
         return Optimiser(state.optimiser, problem_sizes(state.spec.problem_path, state.spec.shapes), config.seed,
                          budget=left, make=make, operand_bytes=4 if state.spec.dtype == "fp32" else 2,
                          shared_bytes=state.shared_bytes)  # fmt: skip

@@ -366,7 +366,7 @@ def test_a_variant_a_model_refined_is_told_its_own_first_verdict() -> None:
     opt = Optimiser(state.optimiser, {}, seed=0, budget=None, make=ShuffleSearcher)
     task = opt.plan(state, 1, 1)[0]
     fixed = Kernel(source=task.kernel.source.replace("(x * w)", "(w * x)"), origin="llm")  # the model's fix
-    wrong = Verdict(passed=False, status="incorrect", reason="all_written: 8 of 16 output elements were never written (seed 3)",
+    wrong = Verdict(passed=False, status="incorrect", reason="all_written: 8 of 16 output elements were never written (seed 3; first at flat index 0)",
                     kernel_path="k.py")  # fmt: skip
     passed = Verdict(passed=True, status="ok", reason="all checks passed", kernel_path="k.py")
     result = result_of(task, 3.0).model_copy(update={"kernel": fixed, "tries": [VerifyTry(kernel=task.kernel, verdict=wrong),

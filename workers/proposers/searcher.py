@@ -19,13 +19,12 @@ that swaps a grid and whose launch CUDA refused (``is_grid_failure``: a grid axi
 swap that puts a million programs on axis 1, where 65,535 is the most) is never suggested again, and
 neither is any point with the same grid swaps and every block at most as large (as many programs or
 more on each axis, whatever the warps and stages). A knob value whose kernel left outputs
-unwritten (``is_wrong_output``, at a first call) is never suggested again once two such points, each one
-knob away from a correct point, put the blame on it and no correct point holds it: a value the kernel's
-code was not written for (a ``NUM_ROWS`` its body unrolls for four rows only) is wrong whatever the other
-knobs, while a value wrong only beside some others (a block that needs more warps) is cleared by a correct
-point before its second strike, or ruled out though right elsewhere: the price of the rule. The space's
-start counts as correct (its root kernel verified) unless the root is autotuned or the start itself left
-outputs unwritten. Other
+unwritten (``is_wrong_output``, at a first call) is never suggested again once it failed so at the start
+moved by that knob alone and at one more point one knob from a correct point, and no correct point holds
+it: a value the kernel's code was not written for (a ``NUM_ROWS`` its body unrolls for four rows only)
+is wrong whatever the other knobs. A value wrong only beside other moves (a block too large for fewer
+warps) is right at the start, so it stays. The exhaustive strategy, which tries every point, and an
+autotuned root (its start never ran) learn none. Other
 failures rule out only the point itself.
 """
 
@@ -87,12 +86,12 @@ class Searcher:
 
     def __init__(self, space: KnobSpace, seed: int, state: SearcherState | None = None,
                  first: Sequence[dict[str, int]] = (), budget: int | None = None,
-                 strategy: Strategy | None = None, learn_wrong_values: bool = True) -> None:  # fmt: skip
+                 strategy: Strategy | None = None) -> None:  # fmt: skip
         """``first``: points to try first, in order (the caller's preference; missing names keep the
         start value); a restored searcher keeps its state's. ``budget``: the candidates the caller means
         to spend; a space of at most that many points (``DEFAULT_BUDGET`` without one) is searched
         exhaustively, a larger one by ``hybrid``. ``strategy`` overrides that choice (the benchmark's
-        baselines). ``learn_wrong_values``: False for a sweep, which tries every point. Raises ValueError on a ``state`` of another space or a ``first`` point with an
+        baselines). Raises ValueError on a ``state`` of another space or a ``first`` point with an
         unknown name or illegal value."""
         self.space = space
         self.seed = seed
@@ -121,15 +120,8 @@ class Searcher:
         for a, b in state.same_code:
             self.same_code(a, b)
         self._seen_canonical = {self._canonical(i) for i in self._seen}
-        self._wrong_values = _WrongValues(len(space.dims)) if learn_wrong_values else None
-        if self._wrong_values is not None:
-            start = self._index(space.start())
-            # the root verified at its start, unless autotuned (its autotuner's pick ran, not the start)
-            if not space.configs and not any(self._index(o.point) == start and is_wrong_output(o.failure or "")
-                                            for o in self._observations):
-                self._wrong_values.correct(start)
-            for o in self._observations:
-                self._learn(self._index(o.point), o)
+        self._wrong_values: _WrongValues | None = None
+        self._learn_wrong_values()
 
     def suggest(self, n: int) -> list[dict[str, int]]:
         """Up to ``n`` new points never suggested before and not ruled out; [] when none is left."""
@@ -166,13 +158,31 @@ class Searcher:
             self._grid_limits.append(index)
         self._learn(index, self._observations[-1])
 
+    def _learn_wrong_values(self) -> None:
+        """Learn wrong values afresh from the observations, as a restored searcher does. Not where every
+        point is tried (the exhaustive strategy, a sweep's), nor from an autotuned root's start (its
+        autotuner's pick ran, not the start)."""
+        self._wrong_values = None
+        if self._strategy == "exhaustive":
+            return
+        start = self._index(self.space.start())
+        if self.space.configs or any(self._index(o.point) == start and o.failure and is_wrong_output(o.failure)
+                                     for o in self._observations):  # fmt: skip
+            return
+        self._wrong_values = _WrongValues(start)
+        for o in self._observations:
+            self._learn(self._index(o.point), o)
+
     def _learn(self, index: Index, o: Observation) -> None:
         if self._wrong_values is None:
             return
         if o.time_ms is not None:
             self._wrong_values.correct(index)
         elif o.failure and is_wrong_output(o.failure):
-            self._wrong_values.wrong(index)
+            if index == self._wrong_values.start:  # the root's own point went wrong: trust no value
+                self._learn_wrong_values()
+            else:
+                self._wrong_values.wrong(index)
 
     def same_code(self, a: dict[str, int], b: dict[str, int]) -> None:
         """Learn that points ``a`` and ``b`` compiled to the same code. Where they differ only in one
@@ -317,7 +327,7 @@ class Searcher:
     def _free(self, index: Index) -> bool:
         return index not in self._seen and self._canonical(index) not in self._seen_canonical \
             and not self._over_limits(index) \
-            and not (self._wrong_values and self._wrong_values.holds_one(index)) \
+            and not (self._wrong_values is not None and self._wrong_values.holds_one(index)) \
             and not any(self._dominates(index, limit) for limit in self._limits) \
             and not any(self._more_programs(index, limit) for limit in self._grid_limits)  # fmt: skip
 
@@ -380,45 +390,50 @@ class Searcher:
 
 
 class _WrongValues:
-    """Knob values blamed for wrong outputs: each wrong point one knob away from a correct point blames
-    its value of that knob; a value with ``STRIKES`` blames and no correct point holding it is ruled
-    out. Built incrementally: the driver tells thousands of points."""
+    """Knob values blamed for unwritten outputs. A wrong point one knob away from a correct point blames
+    its value of that knob. A value is ruled out once it has ``STRIKES`` blames, one of them the start
+    moved by that knob alone (wrong at the setting its author wrote, not only beside other moves), and no
+    correct point holds it. Points are indexed by line (a dimension and every other value), so each
+    observation finds its one-knob neighbours in a few lookups: the driver tells thousands of points."""
 
-    def __init__(self, dims: int) -> None:
-        self._correct: list[Index] = []
-        self._wrong: list[Index] = []
+    def __init__(self, start: Index) -> None:
+        self.start = start
+        self._correct: dict[tuple[int, Index], list[Index]] = {}  # line -> its correct points
+        self._wrong: dict[tuple[int, Index], list[Index]] = {}
         self._held: set[tuple[int, int]] = set()  # (dimension, value index) of correct points
         self._blamed: dict[tuple[int, int], set[Index]] = {}  # value -> the wrong points that blame it
-        self._ruled_out: dict[int, set[int]] = {d: set() for d in range(dims)}
+        self._ruled_out: dict[int, set[int]] = {d: set() for d in range(len(start))}
+        self.correct(start)
+
+    @staticmethod
+    def _lines(index: Index) -> Iterator[tuple[int, tuple[int, Index]]]:
+        for d in range(len(index)):
+            yield d, (d, index[:d] + index[d + 1 :])
 
     def correct(self, index: Index) -> None:
-        self._correct.append(index)
         self._held.update(enumerate(index))
-        for w in self._wrong:
-            self._blame(w, index)
-        for d, v in enumerate(index):
-            self._ruled_out[d].discard(v)
+        for d, line in self._lines(index):
+            self._correct.setdefault(line, []).append(index)
+            for w in self._wrong.get(line, []):
+                self._blame((d, w[d]), w)
+            self._ruled_out[d].discard(index[d])
 
     def wrong(self, index: Index) -> None:
-        self._wrong.append(index)
-        for c in self._correct:
-            self._blame(index, c)
+        for d, line in self._lines(index):
+            self._wrong.setdefault(line, []).append(index)
+            if self._correct.get(line):
+                self._blame((d, index[d]), index)
 
-    def _blame(self, w: Index, c: Index) -> None:
-        differ = [d for d in range(len(w)) if w[d] != c[d]]
-        if len(differ) != 1:
-            return
-        value = (differ[0], w[differ[0]])
+    def _blame(self, value: tuple[int, int], w: Index) -> None:
         blamers = self._blamed.setdefault(value, set())
         blamers.add(w)
-        if len(blamers) >= STRIKES and value not in self._held:
-            self._ruled_out[value[0]].add(value[1])
+        d, v = value
+        at_start = self.start[:d] + (v,) + self.start[d + 1 :]
+        if len(blamers) >= STRIKES and at_start in blamers and value not in self._held:
+            self._ruled_out[d].add(v)
 
     def holds_one(self, index: Index) -> bool:
         return any(v in self._ruled_out[d] for d, v in enumerate(index))
-
-    def __bool__(self) -> bool:
-        return any(self._ruled_out.values())
 
 
 def _round_robin(*streams: Iterator[Index]) -> Iterator[Index]:
