@@ -172,7 +172,7 @@ class Optimiser:
         kernel = result.kernel
         if len(result.tries) > 1:  # a model refined the variant: the point's own kernel is the first try's
             first = result.tries[0]
-            outcome, kernel = Outcome(failure=f"rejected: {first.verdict.status}: {first.verdict.reason}"[:1000]), first.kernel
+            outcome, kernel = _failed("rejected", f"{first.verdict.status}: {first.verdict.reason}"), first.kernel
         if kernel is not None:
             self.outcomes[code_hash(kernel.source)] = outcome
         for key, point in answers:
@@ -241,4 +241,9 @@ def outcome_of(result: TaskResult) -> Outcome:
     otherwise the failure's status and reason (``rejected: compile_failed: ...``)."""
     if result.status in ("ok", "duplicate") and result.ranked_ms is not None:
         return Outcome(time_ms=result.ranked_ms)
-    return Outcome(failure=f"{result.status}: {result.reason}"[:1000])
+    return _failed(result.status, result.reason)
+
+
+def _failed(status: str, reason: str) -> Outcome:
+    """A failure as the searchers read it: ``rejected: compile_failed: ...``."""
+    return Outcome(failure=f"{status}: {reason}"[:1000])

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import logging
 import os
 import shutil
@@ -216,10 +215,12 @@ def _search(config: SearchConfig, previous: BeamState | None, kernel: Kernel | N
 def _where_to_go_on(trace: TraceWriter) -> str:
     """How to carry on from a run that stopped: resume its saved rounds, or, before any was saved, start again."""
     try:
-        saved = json.loads((trace.out / "state.json").read_text())["round"]
-    except (OSError, ValueError, KeyError, TypeError):
+        saved = trace.load_state()
+    except (OSError, ValueError):  # a state.json not written whole: as if none were
+        saved = None
+    if saved is None:
         return f"nothing was saved in {trace.out} yet: start the run again"
-    return f"the trace in {trace.out} is consistent up to round {saved}; continue with --resume --out {trace.out}"
+    return f"the trace in {trace.out} is consistent up to round {saved.round}; continue with --resume --out {trace.out}"
 
 
 # Packages a run imports only when it reaches them (the tuner's TPE in its first model-based round, the
