@@ -314,52 +314,6 @@ def test_a_knob_value_that_leaves_outputs_unwritten_is_not_tried_again(seed: int
     assert all(p["k:NUM_ROWS"] <= 4 for p in restored.suggest(50))
 
 
-# KernelAgent's round-1 matrix-vector kernel's space: NUM_ROWS past 4 is wrong, and the first points move
-# it to 8 only, so 16-64 never meet the start unless the searcher tests them there.
-WIDE_ROWS = KnobSpace(dims=[
-    KnobDim(name="k:BLOCK_K", kind="block", values=[32, 64, 128, 256, 512, 1024, 2048, 4096, 8192], start=512),
-    KnobDim(name="k:NUM_ROWS", kind="block", values=[1, 2, 4, 8, 16, 32, 64], start=4),
-    KnobDim(name="k:num_warps", kind="warps", values=[1, 2, 4, 8, 16], start=4),
-    KnobDim(name="k:num_stages", kind="stages", values=[1, 2, 3, 4, 5], start=4),
-])  # fmt: skip
-
-
-def _wide_rows_cost(p: dict[str, int]) -> float | str:
-    if p["k:NUM_ROWS"] > 4:
-        return UNWRITTEN
-    return 1.0 + abs(p["k:BLOCK_K"] - 8192) / 8192 + abs(p["k:num_warps"] - 8) / 8 + (4 - p["k:NUM_ROWS"]) / 8
-
-
-@pytest.mark.parametrize("seed", range(6))
-def test_a_suspect_value_is_tested_at_the_start_and_at_the_best(seed: int) -> None:
-    searcher = Searcher(WIDE_ROWS, seed, first=first_points(WIDE_ROWS, "memory"), budget=150)
-    points = drive(searcher, _wide_rows_cost, 150, batch=16)
-    # four wrong values, each tried at most at the start and at the best once suspected, plus the points
-    # of rounds planned before (without the tests: 33-41 of 150, as in a replay of 04 on an H100)
-    wrong = [p["k:NUM_ROWS"] for p in points if isinstance(_wide_rows_cost(p), str)]
-    assert len(wrong) <= 24, wrong
-    assert searcher.best()[1] == 1.0  # BLOCK_K 8192, NUM_ROWS 4, 8 warps
-
-
-def test_the_tests_of_a_suspect_value() -> None:
-    start, sixteen = WIDE_ROWS.start(), {"k:NUM_ROWS": 16}
-    searcher = Searcher(WIDE_ROWS, seed=0, budget=150)
-    best = start | {"k:BLOCK_K": 8192}
-    searcher.observe(best, 1.0)
-    searcher.observe(start | sixteen | {"k:num_warps": 1}, None, UNWRITTEN)  # 16 and one warp: suspects
-    assert searcher.suggest(2) == [start | sixteen, start | {"k:num_warps": 1}]  # the most blamed first
-    searcher.observe(start | sixteen, None, UNWRITTEN)
-    assert searcher.suggest(1) == [best | sixteen]  # wrong at the start: now beside the best
-    searcher.observe(best | sixteen, None, UNWRITTEN)
-    assert not any(p["k:NUM_ROWS"] == 16 for p in searcher.suggest(WIDE_ROWS.size()))
-    # a correct start clears the suspect: no second test
-    searcher = Searcher(WIDE_ROWS, seed=0, budget=150)
-    searcher.observe(best, 1.0)
-    searcher.observe(start | sixteen | {"k:num_warps": 1}, None, UNWRITTEN)
-    searcher.observe(start | sixteen, 2.0)
-    assert best | sixteen not in searcher.suggest(1)
-
-
 def _interacting_cost(p: dict[str, int]) -> float | str:
     """Rows unwritten only where a block is too large for its warps; the optimum needs both large."""
     if p["k:BLOCK_K"] > 256 * p["k:num_warps"]:

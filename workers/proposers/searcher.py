@@ -23,10 +23,8 @@ unwritten (``is_wrong_output``, at a first call) is never suggested again once i
 moved by that knob alone and at one more point one knob from a correct point, and no correct point holds
 it: a value the kernel's code was not written for (a ``NUM_ROWS`` its body unrolls for four rows only)
 is wrong whatever the other knobs. A value wrong only beside other moves (a block too large for fewer
-warps) is right at the start, so it stays. A search seldom meets a value one knob from a correct point by
-chance, so a suspect value (one a wrong point holds and no correct point does) is tested, before other
-proposals: at the start moved by it alone, and once that went wrong, at the best point moved by it alone.
-The exhaustive strategy, which tries every point, and an autotuned root (its start never ran) learn none. Other
+warps) is right at the start, so it stays. The exhaustive strategy, which tries every point, and an
+autotuned root (its start never ran) learn none. Other
 failures rule out only the point itself.
 """
 
@@ -132,8 +130,6 @@ class Searcher:
         for _ in range(max(n, 0)):
             index = next((i for i in self._first if self._free(i)), None)
             if index is None:
-                index = next((i for i in self._probes() if self._free(i)), None)
-            if index is None:
                 index = next(proposals, None)
             if index is None:
                 break
@@ -176,14 +172,6 @@ class Searcher:
         self._wrong_values = _WrongValues(start)
         for o in self._observations:
             self._learn(self._index(o.point), o)
-
-    def _probes(self) -> Iterator[Index]:
-        """The points that settle each suspect value (``_WrongValues.probes``): a search that waits to
-        meet them by chance spends a candidate on the value at every visit."""
-        if self._wrong_values is None:
-            return iter(())
-        best = self.best()
-        return self._wrong_values.probes(self._index(best[0]) if best else self._wrong_values.start)
 
     def _learn(self, index: Index, o: Observation) -> None:
         if self._wrong_values is None:
@@ -415,7 +403,6 @@ class _WrongValues:
         self._held: set[tuple[int, int]] = set()  # (dimension, value index) of correct points
         self._blamed: dict[tuple[int, int], set[Index]] = {}  # value -> the wrong points that blame it
         self._ruled_out: dict[int, set[int]] = {d: set() for d in range(len(start))}
-        self._in_wrong: set[tuple[int, int]] = set()  # (dimension, value index) of wrong points
         self.correct(start)
 
     @staticmethod
@@ -432,7 +419,6 @@ class _WrongValues:
             self._ruled_out[d].discard(index[d])
 
     def wrong(self, index: Index) -> None:
-        self._in_wrong.update(enumerate(index))
         for d, line in self._lines(index):
             self._wrong.setdefault(line, []).append(index)
             if self._correct.get(line):
@@ -445,19 +431,6 @@ class _WrongValues:
         at_start = self.start[:d] + (v,) + self.start[d + 1 :]
         if len(blamers) >= STRIKES and at_start in blamers and value not in self._held:
             self._ruled_out[d].add(v)
-
-    def probes(self, best: Index) -> Iterator[Index]:
-        """Tests that settle a suspect value (one a wrong point holds and no correct point does), the
-        most blamed first: the start moved by it alone, and once that went wrong, the best point moved by
-        it alone (the rule's second strike, one knob from a correct point)."""
-        suspects = self._in_wrong - self._held
-        for d, v in sorted(suspects, key=lambda dv: (-len(self._blamed.get(dv, ())), dv)):
-            if v in self._ruled_out[d]:
-                continue
-            at_start = self.start[:d] + (v,) + self.start[d + 1 :]
-            yield at_start
-            if at_start in self._blamed.get((d, v), ()):
-                yield best[:d] + (v,) + best[d + 1 :]
 
     def holds_one(self, index: Index) -> bool:
         return any(v in self._ruled_out[d] for d, v in enumerate(index))
