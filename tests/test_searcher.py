@@ -284,27 +284,6 @@ def test_stage_counts_seen_to_compile_alike_are_not_tried_again_anywhere() -> No
     assert len(fresh.suggest(10)) == 6  # without it, the other stage counts are new points
 
 
-# A live kernel's warps beside the knobs of a kernel its wrapper never launches at the problem's sizes.
-DEAD = KnobSpace(dims=[
-    KnobDim(name="k:num_warps", kind="warps", values=[1, 2, 4, 8], start=4),
-    KnobDim(name="large:BLOCK_C", kind="block", values=[16, 32, 64], start=32),
-    KnobDim(name="large:num_warps", kind="warps", values=[2, 4, 8], start=4),
-])  # fmt: skip
-
-
-def test_any_knob_seen_to_compile_alike_is_not_tried_again_anywhere() -> None:
-    searcher = Searcher(DEAD, seed=0, budget=100)  # 36 points: exhaustive
-    start = DEAD.start()
-    for block in (16, 64):
-        searcher.same_code(start, start | {"large:BLOCK_C": block})
-    for warps in (2, 8):
-        searcher.same_code(start, start | {"large:num_warps": warps})
-    points = drive(searcher, lambda p: 1.0 + abs(p["k:num_warps"] - 2), 100, batch=4)
-    # the dead kernel's 9 settings are one: each live warps value is tried once
-    assert sorted(p["k:num_warps"] for p in points) == [1, 2, 4, 8]
-    assert Searcher(DEAD, seed=0, state=searcher.state()).suggest(10) == []
-
-
 # A kernel whose body unrolls four rows a program: NUM_ROWS past 4 leaves rows unwritten, whatever the rest.
 ROWS = KnobSpace(dims=[
     KnobDim(name="k:NUM_ROWS", kind="block", values=[1, 2, 4, 8, 16], start=4),

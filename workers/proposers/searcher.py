@@ -113,9 +113,9 @@ class Searcher:
         self._upward = [d.kind in ("block", "stages") for d in space.dims]
         self._kinds = [d.kind for d in space.dims]
         self._over: dict[Index, bool] = {}  # over_limits, by point: a walk asks again and again
-        # Values seen to compile to the same code, per dimension: value index -> the class's smallest; a
-        # point whose values map to a seen point's is not tried.
-        self._same_values: dict[int, dict[int, int]] = {}
+        # Stage counts seen to compile to the same code, per stages dimension: value index -> the class's
+        # smallest; a point whose stages map to a seen point's is not tried.
+        self._same_stages: dict[int, dict[int, int]] = {}
         self._same_code: list[tuple[Index, Index]] = []
         for a, b in state.same_code:
             self.same_code(a, b)
@@ -185,20 +185,17 @@ class Searcher:
                 self._wrong_values.wrong(index)
 
     def same_code(self, a: dict[str, int], b: dict[str, int]) -> None:
-        """Learn that points ``a`` and ``b`` compiled to the same code (every launch's code, grid and
-        arguments). Where they differ only in one knob, its two values are taken as the same everywhere in
-        the space: a loop the compiler does not pipeline ignores its stage counts whatever the blocks (36
-        RMSNorm's sweep: 114 of 254 candidates were such duplicates), and a launch the wrapper never takes
-        at the problem's sizes ignores all its knobs (a model's kernel for large channel counts, or one of
-        three launches of one kernel: 93 of 99 candidates in a replay of KernelAgent's 36). Pairs further
-        apart teach nothing (two knobs may only matter together): their time is told as usual."""
+        """Learn that points ``a`` and ``b`` compiled to the same code. Where they differ only in one
+        kernel's ``num_stages``, those stage counts are taken as the same everywhere in the space: a loop
+        the compiler does not pipeline ignores them whatever the blocks (36 RMSNorm's sweep: 114 of 254
+        candidates were such duplicates). Other pairs teach nothing: their time is told as usual."""
         ia, ib = self._index(self.space.complete(a)), self._index(self.space.complete(b))
         differ = [d for d in range(len(ia)) if ia[d] != ib[d]]
-        if len(differ) != 1 or (ia, ib) in self._same_code:
+        if len(differ) != 1 or self._kinds[differ[0]] != "stages" or (ia, ib) in self._same_code:
             return
         self._same_code.append((ia, ib))
         d = differ[0]
-        classes = self._same_values.setdefault(d, {})
+        classes = self._same_stages.setdefault(d, {})
         ra, rb = classes.get(ia[d], ia[d]), classes.get(ib[d], ib[d])
         low, high = min(ra, rb), max(ra, rb)
         for v in range(len(self.space.dims[d].values)):
@@ -207,9 +204,9 @@ class Searcher:
         self._seen_canonical = {self._canonical(i) for i in self._seen}
 
     def _canonical(self, index: Index) -> Index:
-        if not self._same_values:
+        if not self._same_stages:
             return index
-        return tuple(self._same_values.get(d, {}).get(v, v) for d, v in enumerate(index))
+        return tuple(self._same_stages.get(d, {}).get(v, v) for d, v in enumerate(index))
 
     def _mark_seen(self, index: Index) -> None:
         self._seen.add(index)
