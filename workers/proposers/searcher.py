@@ -23,9 +23,9 @@ unwritten (``is_wrong_output``, at a first call) is never suggested again once i
 moved by that knob alone and at one more point one knob from a correct point, and no correct point holds
 it: a value the kernel's code was not written for (a ``NUM_ROWS`` its body unrolls for four rows only)
 is wrong whatever the other knobs. A value wrong only beside other moves (a block too large for fewer
-warps) is right at the start, so it stays. The exhaustive strategy, which tries every point not known to compile alike, and an
-autotuned root (its start never ran) learn none. Other
-failures rule out only the point itself.
+warps) is right at the start, so it stays. The exhaustive strategy, which tries every point not known
+to compile alike, and an autotuned root (its start never ran) learn none. Other failures rule out only
+the point itself.
 """
 
 from __future__ import annotations
