@@ -129,12 +129,13 @@ def test_the_judge_sends_the_first_seeds_full_shapes_and_reads_the_evidence_as_a
     assert on_cpu.sent == [], "the interpreter compiles nothing"
 
 
-def test_the_runner_answers_a_compile_only_after_a_load_and_on_the_cpu_compiles_nothing(monkeypatch) -> None:
+def test_the_runner_answers_a_compile_only_after_a_load_and_on_the_cpu_compiles_nothing(monkeypatch, tmp_path) -> None:
     from workers.harness.kernel_runner import KernelProcess
     from workers.harness.runner_messages import CompileRequest, ErrorReply, LoadRequest, read_reply
     from workers.harness.shared_tensors import encode_value
 
     monkeypatch.setenv("TRITON_INTERPRET", "1")  # as child_process sets it for a CPU child
+    monkeypatch.chdir(tmp_path)  # the runner's working folder: its writes and temporary files go there
     runner = KernelProcess.fork()
     try:
         tensors: list[torch.Tensor] = []

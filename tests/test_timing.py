@@ -462,7 +462,8 @@ def test_the_samples_alone_catch_a_kernel_cheating_on_every_other_timed_call(pat
     code = (f"import os, sys; os.environ['TRITON_INTERPRET'] = '1'; sys.path.insert(0, {str(ROOT)!r})\n"
             f"from tests.test_timing import samples_alone_catch_every_other_call\n"
             f"samples_alone_catch_every_other_call({path!r}, {str(tmp_path)!r})")  # fmt: skip
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    # the runner confines its writes to its working folder, and puts its temporary files there
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
 
 

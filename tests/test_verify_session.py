@@ -128,7 +128,7 @@ def _late(x, *args):
     assert "torch.allclose was replaced" in verdict.reason and session.child.child is None
 
 
-def test_each_gpu_step_of_the_checks_holds_the_use_lock_and_lets_go_between(monkeypatch, scale_spec) -> None:
+def test_each_gpu_step_of_the_checks_holds_the_use_lock_and_lets_go_between(monkeypatch, scale_spec, tmp_path) -> None:
     """The judge holds the GPU's use lock around each step of its checks that runs the kernel (its import,
     each seed, each cache check), letting go between them, so a timing of another job waits for one step
     rather than for all the checks (docs/gpu-sharing.md). The lock itself is a no-op on the CPU: here it
@@ -159,6 +159,7 @@ def test_each_gpu_step_of_the_checks_holds_the_use_lock_and_lets_go_between(monk
     monkeypatch.setattr(verify_child, "gpu_in_use", counting_use)
     monkeypatch.setattr(verify_child._Kernel, "request", request)
     monkeypatch.setenv("TRITON_INTERPRET", "1")  # as child_process sets it for a CPU child
+    monkeypatch.chdir(tmp_path)  # the runner's working folder: its writes and temporary files go there
     runner = KernelProcess.fork()
     req = VerifyRequest(spec=scale_spec, kernel_path=str(KERNELS / "good.py"), seeds=[0, 1, 2],
                         tolerance=DEFAULT_TOLERANCES[scale_spec.dtype])  # fmt: skip
