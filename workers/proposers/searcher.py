@@ -398,8 +398,8 @@ class _WrongValues:
 
     def __init__(self, start: Index) -> None:
         self.start = start
-        self._correct: dict[tuple[int, Index], list[Index]] = {}  # line -> its correct points
-        self._wrong: dict[tuple[int, Index], list[Index]] = {}
+        self._correct_lines: set[tuple[int, Index]] = set()  # lines holding a correct point
+        self._wrong: dict[tuple[int, Index], list[Index]] = {}  # line -> its wrong points
         self._held: set[tuple[int, int]] = set()  # (dimension, value index) of correct points
         self._blamed: dict[tuple[int, int], set[Index]] = {}  # value -> the wrong points that blame it
         self._ruled_out: dict[int, set[int]] = {d: set() for d in range(len(start))}
@@ -413,7 +413,7 @@ class _WrongValues:
     def correct(self, index: Index) -> None:
         self._held.update(enumerate(index))
         for d, line in self._lines(index):
-            self._correct.setdefault(line, []).append(index)
+            self._correct_lines.add(line)
             for w in self._wrong.get(line, []):
                 self._blame((d, w[d]), w)
             self._ruled_out[d].discard(index[d])
@@ -421,7 +421,7 @@ class _WrongValues:
     def wrong(self, index: Index) -> None:
         for d, line in self._lines(index):
             self._wrong.setdefault(line, []).append(index)
-            if self._correct.get(line):
+            if line in self._correct_lines:
                 self._blame((d, index[d]), index)
 
     def _blame(self, value: tuple[int, int], w: Index) -> None:
