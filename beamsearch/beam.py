@@ -1,6 +1,6 @@
 """The beam: which tasks a round runs, which results are duplicates, and which kernels survive.
 
-Pure functions over the records in beamsearch/state.py: no Ray, no GPU, no files.
+Pure functions over the records in beamsearch/records/state.py: no Ray, no GPU, no files.
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import ast
 import functools
 import hashlib
 
-from beamsearch.schema import Attempt
-from beamsearch.state import BeamEntry, BeamState, Task, TaskResult
+from beamsearch.records.schema import Attempt
+from beamsearch.records.state import BeamEntry, BeamState, Task, TaskResult
 
 HISTORY_IN_TASK = 40  # recent attempts a proposer sees (the tuner needs hashes, a model the lessons)
 

@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from beamsearch.beam import select_beam
-from beamsearch.schema import Kernel, Profile
-from beamsearch.state import BeamEntry, BeamState, ProfileJob, ProfileResult, TaskResult
+from beamsearch.records.schema import Kernel, Profile
+from beamsearch.records.state import BeamEntry, BeamState, ProfileJob, ProfileResult, TaskResult
 
 NOT_PROFILED = "not profiled: only the kernels the beam keeps are profiled, since they are the next round's parents"
 NOT_READ = "not profiled: no proposer reads a knob variant's profile offline; the run's best is profiled at the end"

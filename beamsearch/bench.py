@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from beamsearch.cli_common import add_run_options, fail, require_files, resolve_run
-from beamsearch.schema import BenchReport, BenchRow, RunSpec, Timing
+from beamsearch.records.schema import BenchReport, BenchRow, RunSpec, Timing
 from profiling.gpu_specs import UnknownGpu
 from profiling.work import judge_time, problem_floor
 from workers.harness.timing import BUILTIN_TARGETS, time_target

@@ -9,9 +9,9 @@ from typing import NoReturn
 
 from pydantic import ValidationError
 
-from beamsearch.config import SearchConfig
-from beamsearch.problems import ProblemNotFound, ProblemRef, resolve_problem
-from beamsearch.schema import RunSpec, given_tolerance
+from beamsearch.records.config import SearchConfig
+from beamsearch.records.problems import ProblemNotFound, ProblemRef, resolve_problem
+from beamsearch.records.schema import RunSpec, given_tolerance
 
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:

@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from beamsearch.state import RoundRecord, Summary, TaskResult
+from beamsearch.records.state import RoundRecord, Summary, TaskResult
 
 # what a status means where its name alone may mislead
 _WHY = {"inconclusive": " (disturbed by other processes on the GPU)"}

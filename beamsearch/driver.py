@@ -32,15 +32,15 @@ from beamsearch.beam import (
     select_beam,
 )
 from beamsearch.beam_profiles import BeamProfiles
-from beamsearch.config import SearchConfig
 from beamsearch.display import Display
 from beamsearch.handback import Handback, proposed_kernel, task_of
 from beamsearch.model_watch import ModelLost, ModelWatch
 from beamsearch.optimiser import PER_WORKER, Optimiser
 from beamsearch.pool import WorkerPool
-from beamsearch.problems import problem_sizes
-from beamsearch.schema import DeviceFacts, Floor, Kernel
-from beamsearch.state import (
+from beamsearch.records.config import SearchConfig
+from beamsearch.records.problems import problem_sizes
+from beamsearch.records.schema import DeviceFacts, Floor, Kernel
+from beamsearch.records.state import (
     Baseline,
     BeamEntry,
     BeamState,

@@ -25,8 +25,8 @@ from __future__ import annotations
 from collections import deque
 
 from beamsearch.beam import HISTORY_IN_TASK, code_hash
-from beamsearch.schema import Kernel
-from beamsearch.state import BeamState, PendingKernel, Task, TaskResult
+from beamsearch.records.schema import Kernel
+from beamsearch.records.state import BeamState, PendingKernel, Task, TaskResult
 from prompts.parsers import ReplyParseError, extract_kernels
 from workers.proposers.llm import MAX_KERNELS_PER_REPLY
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from beamsearch.config import SearchConfig
-from beamsearch.state import TaskResult
+from beamsearch.records.config import SearchConfig
+from beamsearch.records.state import TaskResult
 from workers.proposers.llm import model_unreachable
 
 

@@ -23,8 +23,8 @@ from collections.abc import Callable, Collection
 from typing import Protocol
 
 from beamsearch.beam import code_hash
-from beamsearch.schema import Kernel
-from beamsearch.state import (
+from beamsearch.records.schema import Kernel
+from beamsearch.records.state import (
     BeamEntry,
     BeamState,
     OptimiserState,

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 import ray
 from ray.exceptions import ActorUnavailableError, GetTimeoutError, RayActorError, RayTaskError
 
-from beamsearch.schema import Profile
-from beamsearch.state import ProfileJob, ProfileResult, Task, TaskResult
+from beamsearch.records.schema import Profile
+from beamsearch.records.state import ProfileJob, ProfileResult, Task, TaskResult
 from workers.actor.ray_worker import RemoteSearchWorker
 
 log = logging.getLogger(__name__)

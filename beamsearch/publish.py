@@ -4,7 +4,7 @@ A run writes everything to its own untracked folder (``runs/<problem>/<UTC time>
 what a reader needs, in the published layout, next to the problem:
 
     artifacts/<problem>/problem.py, input_kernel.py          the inputs: kept, or added when missing
-    artifacts/<problem>/optimization_trace.tar.xz            the trace, one archive (beamsearch.trace_archive):
+    artifacts/<problem>/optimization_trace.tar.xz            the trace, one archive (beamsearch.records.trace_archive):
         optimization_trace/input/                            the starting kernel, measured like a candidate
         optimization_trace/round_N/                          the round's best candidate: prompts, replies,
                                                              strategy, ncu metrics, kernel.py, round.json;
@@ -28,11 +28,11 @@ import tempfile
 from pathlib import Path
 
 from beamsearch.cli_common import fail
-from beamsearch.problems import ARTIFACTS_DIR, INPUT_KERNEL_FILE, PROBLEM_FILE
+from beamsearch.records.problems import ARTIFACTS_DIR, INPUT_KERNEL_FILE, PROBLEM_FILE
+from beamsearch.records.state import Summary
+from beamsearch.records.trace_archive import TRACE_ARCHIVE, pack_trace
 from beamsearch.report import PLOT, README, write_report
-from beamsearch.state import Summary
 from beamsearch.trace import BEST_KERNEL_FILE, RESULT_FILE, SUMMARY_FILE, TRACE_DIR
-from beamsearch.trace_archive import TRACE_ARCHIVE, pack_trace
 
 INPUTS = (PROBLEM_FILE, INPUT_KERNEL_FILE, README)  # never removed from the destination
 # what --force replaces (a trace folder too: an archive unpacked there by hand)

@@ -3,7 +3,7 @@
 ``write_report(problem_dir)`` reads what a run left in its folder (``summary.json``, else ``state.json`` of
 a run cut short; each ``round_N/round.json``; the input's and the best candidate's
 ``optimized_ncu_metrics.json``), the trace from ``optimization_trace.tar.xz`` where a published folder has
-only the archive (``beamsearch.trace_archive``), and writes, between the marker comments below, keeping
+only the archive (``beamsearch.records.trace_archive``), and writes, between the marker comments below, keeping
 the rest:
 
 - ``problem_dir/README.md``: the problem's row of the results table, the running best per round, the best
@@ -27,8 +27,9 @@ from pathlib import Path
 
 from beamsearch.convergence import Convergence, plot_convergence
 from beamsearch.optimiser import PER_WORKER
-from beamsearch.problems import ARTIFACTS_DIR, ProblemNotFound, resolve_problem
-from beamsearch.state import BeamState, RoundRecord, Summary, TaskResult
+from beamsearch.records.problems import ARTIFACTS_DIR, ProblemNotFound, resolve_problem
+from beamsearch.records.state import BeamState, RoundRecord, Summary, TaskResult
+from beamsearch.records.trace_archive import TRACE_ARCHIVE, unpacked_trace
 from beamsearch.trace import (
     BEST_KERNEL_FILE,
     RESULT_FILE,
@@ -37,7 +38,6 @@ from beamsearch.trace import (
     TRACE_DIR,
     write_atomic,
 )
-from beamsearch.trace_archive import TRACE_ARCHIVE, unpacked_trace
 from profiling import metrics as m
 
 log = logging.getLogger(__name__)

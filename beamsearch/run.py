@@ -29,14 +29,14 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from beamsearch.cli_common import fail
-from beamsearch.config import SWEEP_ROUNDS, SearchConfig, load_config_file
 from beamsearch.display import Display
 from beamsearch.driver import Driver, SearchError
 from beamsearch.model_watch import ModelLost
-from beamsearch.problems import ProblemNotFound, resolve_problem
+from beamsearch.records.config import SWEEP_ROUNDS, SearchConfig, load_config_file
+from beamsearch.records.problems import ProblemNotFound, resolve_problem
+from beamsearch.records.schema import Kernel, RunSpec
+from beamsearch.records.state import BeamState
 from beamsearch.run_folders import NoRunFound, latest_run_dir, new_run_dir
-from beamsearch.schema import Kernel, RunSpec
-from beamsearch.state import BeamState
 from beamsearch.trace import TraceWriteError, TraceWriter
 
 CPU_WORKERS = 2

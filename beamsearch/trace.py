@@ -23,10 +23,10 @@ import os
 import tempfile
 from pathlib import Path
 
-from beamsearch.llm_records import Exchange
-from beamsearch.schema import Profile
-from beamsearch.state import BeamState, RoundRecord, Summary, TaskResult
-from beamsearch.trace_archive import TRACE_DIR
+from beamsearch.records.llm import Exchange
+from beamsearch.records.schema import Profile
+from beamsearch.records.state import BeamState, RoundRecord, Summary, TaskResult
+from beamsearch.records.trace_archive import TRACE_DIR
 
 STATE_FILE = "state.json"
 SUMMARY_FILE = "summary.json"

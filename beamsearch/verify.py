@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from beamsearch.cli_common import add_run_options, fail, require_files, resolve_run
-from beamsearch.schema import Verdict
+from beamsearch.records.schema import Verdict
 from workers.harness.verify import DEFAULT_VERIFY_TIMEOUT_S, MIN_SEEDS, verify_kernel
 
 

@@ -18,7 +18,7 @@ import json
 import re
 from pathlib import Path
 
-from beamsearch.schema import Record
+from beamsearch.records.schema import Record
 
 MIB = 2**20
 

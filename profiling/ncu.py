@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from beamsearch.schema import Profile, ProfiledCall, ProfileRequest, RunSpec
+from beamsearch.records.schema import Profile, ProfiledCall, ProfileRequest, RunSpec
 from profiling.metrics import metric_keys
 from profiling.ncu_parse import combine, is_own_kernel, kernel_profiles, parse_raw_csv
 from workers.harness.child_process import Prefix, run_child, start_spares

@@ -15,7 +15,7 @@ import traceback
 import torch
 import triton
 
-from beamsearch.schema import ProfiledCall, ProfileRequest
+from beamsearch.records.schema import ProfiledCall, ProfileRequest
 from workers.harness.binding import bind, model_values
 from workers.harness.child_process import serve, use_one_work_queue
 from workers.harness.gpu_lock import gpu_in_use, gpu_lock

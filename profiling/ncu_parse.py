@@ -10,7 +10,7 @@ from __future__ import annotations
 import csv
 from dataclasses import dataclass, field
 
-from beamsearch.schema import KernelProfile
+from beamsearch.records.schema import KernelProfile
 from profiling.metrics import BY_KEY, DURATION, METRICS
 
 NAME_COLUMN = "Kernel Name"

@@ -35,7 +35,7 @@ from typing import Any, NoReturn
 from rich.console import Console
 from rich.table import Table
 
-from beamsearch.schema import Record
+from beamsearch.records.schema import Record
 from profiling.gpu_specs import GpuSpecs, UnknownGpu, lookup_specs, specs_from_file
 
 logger = logging.getLogger(__name__)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from beamsearch.schema import Floor, Profile, Record, Roofline, RunSpec, TimingResult
+from beamsearch.records.schema import Floor, Profile, Record, Roofline, RunSpec, TimingResult
 from profiling.gpu_specs import UnknownGpu
 from profiling.metrics import by_section
 from profiling.ncu import profile_kernel

@@ -12,7 +12,7 @@ and one measured faster than the floor beyond a margin is suspect: it did not do
 
 from __future__ import annotations
 
-from beamsearch.schema import Floor, Roofline, Work
+from beamsearch.records.schema import Floor, Roofline, Work
 from profiling.metrics import COMPUTE_SOL, DRAM_SOL, MEMORY_SOL, TENSOR_INST, TENSOR_PIPE
 
 DEFAULT_UNDERUTILIZED_BELOW_PCT = 60.0

@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from beamsearch.schema import Floor, RunSpec, Work
+from beamsearch.records.schema import Floor, RunSpec, Work
 from profiling.peaks import effective_peaks
 from profiling.roofline import floor, is_suspect, pct_of_floor
 from workers.harness.problem_instance import instantiate, load_problem_module

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from beamsearch.schema import Attempt, Bottleneck, Floor, Profile, Roofline, Verdict
+from beamsearch.records.schema import Attempt, Bottleneck, Floor, Profile, Roofline, Verdict
 from profiling.peaks import Peaks
 from prompts import sections
 from prompts.records import DiagnosisReply, Reflection

@@ -16,7 +16,7 @@ from typing import Any, Literal, TypeVar, overload
 
 from pydantic import TypeAdapter, ValidationError
 
-from beamsearch.schema import Bottleneck
+from beamsearch.records.schema import Bottleneck
 from prompts.records import Reflection
 from prompts.templates import render_template
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator
 
-from beamsearch.schema import Bottleneck, Record
+from beamsearch.records.schema import Bottleneck, Record
 
 
 class Reflection(Record):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import difflib
 
-from beamsearch.schema import Attempt, Bottleneck, Floor, Profile, Roofline, Verdict
+from beamsearch.records.schema import Attempt, Bottleneck, Floor, Profile, Roofline, Verdict
 from profiling.metrics import Metric, by_section
 from profiling.peaks import Peaks
 from profiling.roofline import pct_of_floor

@@ -43,7 +43,7 @@ from tests.test_adversarial import CASES, KA_RMSNORM, KA_RMSNORM_CASE, Case, Exp
 def controls() -> list[Case]:
     """The bundled input kernels (verified, then timed in their process, as the search does) and the
     corpus's honest kernel (timed): all must pass."""
-    from beamsearch.problems import bundled_problem_names, resolve_problem
+    from beamsearch.records.problems import bundled_problem_names, resolve_problem
 
     out = []
     for name in bundled_problem_names():
@@ -61,7 +61,7 @@ def controls() -> list[Case]:
 def _optimized_controls() -> list[Case]:
     """Optimized kernels that must pass at full shape: ours (committed in artifacts/) and KernelAgent's
     published ones (when .ka/<nn>/ holds them; kept out of git)."""
-    from beamsearch.problems import bundled_problem_names, resolve_problem
+    from beamsearch.records.problems import bundled_problem_names, resolve_problem
 
     out = []
     for name in bundled_problem_names():

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from beamsearch.schema import BenchReport
+from beamsearch.records.schema import BenchReport
 
 
 def rows(report: BenchReport) -> list[str]:

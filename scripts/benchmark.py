@@ -33,8 +33,8 @@ from beamsearch.bench import (
     speedup,
 )
 from beamsearch.cli_common import resolve_run
-from beamsearch.problems import bundled_problem_names
-from beamsearch.schema import BenchReport, BenchRow, Record
+from beamsearch.records.problems import bundled_problem_names
+from beamsearch.records.schema import BenchReport, BenchRow, Record
 from beamsearch.trace import BEST_KERNEL_FILE
 from workers.harness.environment import environment
 from workers.harness.timing import BUILTIN_TARGETS

@@ -23,7 +23,7 @@ import argparse
 import math
 from pathlib import Path
 
-from beamsearch.state import TaskResult
+from beamsearch.records.state import TaskResult
 
 # Step names as the verification child writes them (workers.harness.verify_child), in order.
 CHECKS_END = ("cache_checks", "seed2_checked", "seed1_checked", "seed0_checked", "kernel_imported")

@@ -23,8 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from beamsearch.problems import resolve_problem  # noqa: E402
-from beamsearch.schema import DEFAULT_TOLERANCES, RunSpec  # noqa: E402
+from beamsearch.records.problems import resolve_problem  # noqa: E402
+from beamsearch.records.schema import DEFAULT_TOLERANCES, RunSpec  # noqa: E402
 from workers.harness.compare import compare  # noqa: E402
 from workers.harness.problem_instance import instantiate, load_problem_module, reference_output  # noqa: E402
 from workers.harness.verify_child import Checks, _check_unchanged, _snapshot  # noqa: E402

@@ -15,8 +15,8 @@ import json
 import torch
 import triton.testing
 
-from beamsearch.problems import resolve_problem
-from beamsearch.schema import RunSpec
+from beamsearch.records.problems import resolve_problem
+from beamsearch.records.schema import RunSpec
 from workers.harness.binding import bind, model_values
 from workers.harness.problem_instance import import_file, instantiate, load_problem_module
 from workers.harness.timing import time_target

@@ -2,7 +2,7 @@
 
     python scripts/compile_seed_bench.py --problems 26 36 43 --out DIR [--recordings DIR]
 
-Per problem: ``scripts/record_inductor.py`` in its own process (a fresh max-autotune compile; skipped
+Per problem: ``workers/harness/record_inductor.py`` in its own process (a fresh max-autotune compile; skipped
 with ``--recordings`` holding ``<problem>/output_code.py``), the seed from that recording, then
 ``beamsearch.bench``'s verify-and-time of the seed beside ``compile-max-autotune`` (timed in its own
 child by the same clock). Writes DIR/compile_seed_bench.json (one row per problem) and the seeds as
@@ -23,8 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from beamsearch.bench import run_bench  # noqa: E402
-from beamsearch.problems import resolve_problem  # noqa: E402
-from beamsearch.schema import RunSpec  # noqa: E402
+from beamsearch.records.problems import resolve_problem  # noqa: E402
+from beamsearch.records.schema import RunSpec  # noqa: E402
 from workers.proposers.compile_seed import seed_from_recording  # noqa: E402
 
 
@@ -33,7 +33,7 @@ def bench_problem(name: str, out: Path, recordings: Path, device: str) -> dict:
     recording = recordings / problem.name
     row: dict = {"problem": problem.name}
     if not (recording / "output_code.py").is_file():
-        cmd = [sys.executable, str(ROOT / "scripts" / "record_inductor.py"), "--problem", problem.name,
+        cmd = [sys.executable, "-m", "workers.harness.record_inductor", "--problem", problem.name,
                "--out", str(recordings)]  # fmt: skip
         done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
         if done.returncode != 0:

@@ -48,8 +48,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's code, not an installed copy
 
-from beamsearch.problems import ProblemNotFound, bundled_problem_names, resolve_problem  # noqa: E402
-from beamsearch.schema import BenchReport, Record  # noqa: E402
+from beamsearch.records.problems import ProblemNotFound, bundled_problem_names, resolve_problem  # noqa: E402
+from beamsearch.records.schema import BenchReport, Record  # noqa: E402
 
 STAGES = ("search", "sweep", "bench")
 DEFAULT_CAP_MINUTES = {"search": 10.0, "sweep": 10.0, "bench": 6.0}

@@ -18,7 +18,7 @@ FINAL=${OUT:-/tmp/out}; OUT=$(mktemp -d); mkdir -p "$FINAL"
 trap 'tar -czf "$FINAL/$PART.tgz" -C "$OUT" .' EXIT
 export PYTHONUNBUFFERED=1
 PROBLEMS="04 36 43 77 82"
-render() { python -c "from rich.console import Console; from beamsearch.bench import render_report; from beamsearch.schema import BenchReport; render_report(BenchReport.model_validate_json(open('$1').read()), Console(width=150))"; }
+render() { python -c "from rich.console import Console; from beamsearch.bench import render_report; from beamsearch.records.schema import BenchReport; render_report(BenchReport.model_validate_json(open('$1').read()), Console(width=150))"; }
 case "$PART" in
 bench)
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv | tee "$OUT/env.txt"
@@ -44,8 +44,8 @@ floorcheck)
   python - "$OUT" <<'PY'
 import sys
 from pathlib import Path
-from beamsearch.problems import resolve_problem
-from beamsearch.schema import Diagnosis, Kernel, Roofline
+from beamsearch.records.problems import resolve_problem
+from beamsearch.records.schema import Diagnosis, Kernel, Roofline
 from workers.proposers.tuner import TunerProposer
 src = Path(resolve_problem("04").input_kernel_path).read_text()
 roof = Roofline(compute_sol_pct=17.7, memory_sol_pct=60.9, bottleneck="memory", at_roofline=False,

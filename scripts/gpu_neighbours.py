@@ -27,8 +27,8 @@ CONTENDED = {"clocks_agree", "current_stream"}
 
 
 def worker(index: int, problem: str, seconds: float, out: Path, device: str, shapes: str) -> None:
-    from beamsearch.problems import resolve_problem
-    from beamsearch.schema import RunSpec
+    from beamsearch.records.problems import resolve_problem
+    from beamsearch.records.schema import RunSpec
     from workers.actor.task import task_seeds, time_candidate, verify_candidate
 
     ref = resolve_problem(problem)

@@ -17,8 +17,8 @@ import torch
 from rich.console import Console
 from rich.table import Table
 
-from beamsearch.problems import bundled_problem_names, resolve_problem
-from beamsearch.schema import RunSpec
+from beamsearch.records.problems import bundled_problem_names, resolve_problem
+from beamsearch.records.schema import RunSpec
 from workers.harness.timing import time_target
 from workers.harness.verify import verify_kernel
 

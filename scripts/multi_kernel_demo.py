@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from beamsearch.state import Summary, TaskResult  # noqa: E402
+from beamsearch.records.state import Summary, TaskResult  # noqa: E402
 from scripts.llm_failures_demo import run_shown  # noqa: E402
 from tests.llm_server import Reply, Respond, ScriptedLLMServer  # noqa: E402
 

@@ -23,8 +23,8 @@ MODES = ("alone", "together")
 
 def profile_on(gpu: int, problem_name: str, reps: int, barrier, results) -> None:
     os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu)  # before anything starts CUDA or a child
-    from beamsearch.problems import resolve_problem
-    from beamsearch.schema import RunSpec
+    from beamsearch.records.problems import resolve_problem
+    from beamsearch.records.schema import RunSpec
     from profiling import ncu
     from profiling.metrics import DURATION
 

@@ -13,8 +13,8 @@ import argparse
 import statistics
 import time
 
-from beamsearch.problems import resolve_problem
-from beamsearch.schema import RunSpec
+from beamsearch.records.problems import resolve_problem
+from beamsearch.records.schema import RunSpec
 from profiling.ncu import profile_kernel
 from workers.harness import child_process
 

@@ -11,8 +11,8 @@ import json
 from rich.console import Console
 from rich.table import Table
 
-from beamsearch.problems import bundled_problem_names, resolve_problem
-from beamsearch.schema import RunSpec
+from beamsearch.records.problems import bundled_problem_names, resolve_problem
+from beamsearch.records.schema import RunSpec
 from profiling.profile import report_kernel
 
 

@@ -32,7 +32,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from beamsearch.state import BeamState, RoundRecord, Summary, TaskResult
+from beamsearch.records.state import BeamState, RoundRecord, Summary, TaskResult
 
 
 def finished_rounds(run: Path) -> list[RoundRecord]:

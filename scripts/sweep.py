@@ -25,9 +25,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from beamsearch.config import SWEEP_ROUNDS  # noqa: E402
-from beamsearch.problems import ProblemNotFound, resolve_problem  # noqa: E402
-from beamsearch.state import BeamState, Summary  # noqa: E402
+from beamsearch.records.config import SWEEP_ROUNDS  # noqa: E402
+from beamsearch.records.problems import ProblemNotFound, resolve_problem  # noqa: E402
+from beamsearch.records.state import BeamState, Summary  # noqa: E402
 from workers.proposers.knob_space import describe, points_within_limits  # noqa: E402
 from workers.proposers.searcher import Searcher  # noqa: E402
 

@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from beamsearch.schema import RunSpec, TimingKnobs  # noqa: E402
+from beamsearch.records.schema import RunSpec, TimingKnobs  # noqa: E402
 from workers.harness.timing import time_target  # noqa: E402
 from workers.harness.verify import verify_kernel  # noqa: E402
 

@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from beamsearch.problems import bundled_problem_names, resolve_problem  # noqa: E402
-from beamsearch.schema import RunSpec, TimingKnobs  # noqa: E402
+from beamsearch.records.problems import bundled_problem_names, resolve_problem  # noqa: E402
+from beamsearch.records.schema import RunSpec, TimingKnobs  # noqa: E402
 from workers.harness.timing import time_target  # noqa: E402
 from workers.harness.verify import verify_kernel  # noqa: E402
 

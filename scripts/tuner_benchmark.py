@@ -20,8 +20,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from beamsearch.problems import bundled_problem_names, resolve_problem
-from beamsearch.schema import Diagnosis, Kernel, RunSpec
+from beamsearch.records.problems import bundled_problem_names, resolve_problem
+from beamsearch.records.schema import Diagnosis, Kernel, RunSpec
 from profiling.ncu import profile_kernel
 from profiling.roofline import classify
 from profiling.work import problem_floor

@@ -2,7 +2,7 @@
 
     python scripts/write_compile_seed.py RECORDING --out SEED.py
 
-RECORDING is a folder written by scripts/record_inductor.py (or record_inductor_cpu.py). Prints the
+RECORDING is a folder written by workers/harness/record_inductor.py (or record_inductor_cpu.py). Prints the
 seed's record (kernels, configs, valid shapes, notes, or the reason it is unavailable) as JSON on stdout
 and exits 1 when unavailable. The file is an ordinary kernel: verify and time it with
 ``python -m beamsearch.bench --problem P --kernel SEED.py``.

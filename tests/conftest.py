@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from beamsearch.schema import RunSpec
+from beamsearch.records.schema import RunSpec
 
 DATA = Path(__file__).parent / "data"
 KERNELS = DATA / "kernels"

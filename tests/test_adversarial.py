@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from beamsearch.schema import RunSpec, TimingKnobs
+from beamsearch.records.schema import RunSpec, TimingKnobs
 from tests.conftest import DATA, KERNELS
 from workers.harness.problem_instance import NUDGE_SEED_ENV
 from workers.harness.sandbox import landlock_abi

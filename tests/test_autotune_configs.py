@@ -6,7 +6,7 @@ import pytest
 
 from beamsearch.beam import code_hash
 from beamsearch.optimiser import Optimiser
-from beamsearch.schema import Kernel, RunSpec
+from beamsearch.records.schema import Kernel, RunSpec
 from tests.conftest import DATA
 from tests.test_optimiser import beam_state
 from workers.harness.verify import verify_kernel

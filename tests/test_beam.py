@@ -14,9 +14,9 @@ from beamsearch.beam import (
     screen_above_ms,
     select_beam,
 )
-from beamsearch.config import SearchConfig, load_config_file
-from beamsearch.schema import Kernel, RunSpec, TimingResult
-from beamsearch.state import BeamEntry, BeamState, TaskResult
+from beamsearch.records.config import SearchConfig, load_config_file
+from beamsearch.records.schema import Kernel, RunSpec, TimingResult
+from beamsearch.records.state import BeamEntry, BeamState, TaskResult
 
 SOURCE = '''
 def kernel_function(x):
@@ -70,7 +70,7 @@ def test_a_replays_tasks_each_take_their_own_recorded_kernel() -> None:
 
 
 def _result(id_: str, ms: float | None, source: str, status: str = "ok", compiled: str | None = None) -> TaskResult:
-    from beamsearch.schema import Timing
+    from beamsearch.records.schema import Timing
 
     timing = None
     if ms is not None:
@@ -147,7 +147,7 @@ def test_summary_table_gives_no_pytorch_ratio_for_interpreter_times() -> None:
     from rich.console import Console
 
     from beamsearch.display import _summary_table
-    from beamsearch.state import Baseline, Summary
+    from beamsearch.records.state import Baseline, Summary
 
     def render(device: str) -> str:
         spec = RunSpec(problem_path="/p/problem.py", shapes="small", device=device)
@@ -167,7 +167,7 @@ def test_summary_table_gives_no_pytorch_ratio_for_interpreter_times() -> None:
 
 def test_a_beam_entry_keeps_its_candidates_profile_even_unavailable_but_not_a_skipped_one() -> None:
     from beamsearch.beam import entry_of
-    from beamsearch.schema import Profile
+    from beamsearch.records.schema import Profile
 
     failed = Profile(available=False, reason="ncu timed out")
     assert entry_of(_result("r1-t0", 1.0, SOURCE).model_copy(update={"profile": failed})).profile == failed  # not retried on resume

@@ -10,12 +10,12 @@ import json
 import time
 
 from beamsearch.beam_profiles import NOT_PROFILED
-from beamsearch.config import SearchConfig
 from beamsearch.display import Display
 from beamsearch.driver import Driver
 from beamsearch.pool import failed
-from beamsearch.schema import Kernel, Profile, RunSpec, Timing, TimingResult
-from beamsearch.state import BeamEntry, BeamState, ProfileJob, ProfileResult, Task, TaskResult
+from beamsearch.records.config import SearchConfig
+from beamsearch.records.schema import Kernel, Profile, RunSpec, Timing, TimingResult
+from beamsearch.records.state import BeamEntry, BeamState, ProfileJob, ProfileResult, Task, TaskResult
 from beamsearch.trace import TraceWriter
 from workers.actor.task import profile_beam_kernel
 

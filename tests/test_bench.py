@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from beamsearch.bench import fmt_pct, fmt_ratio, speedup, with_floor
-from beamsearch.problems import resolve_problem
-from beamsearch.schema import BenchReport, BenchRow, RunSpec, Timing, TimingResult
+from beamsearch.records.problems import resolve_problem
+from beamsearch.records.schema import BenchReport, BenchRow, RunSpec, Timing, TimingResult
 
 SPEC = RunSpec(problem_path=resolve_problem("36").problem_path, shapes="full", device="cuda")
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from beamsearch.problems import resolve_problem
-from beamsearch.schema import BenchReport, BenchRow, RunSpec, Timing, TimingResult, Verdict
+from beamsearch.records.problems import resolve_problem
+from beamsearch.records.schema import BenchReport, BenchRow, RunSpec, Timing, TimingResult, Verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "benchmark.py"

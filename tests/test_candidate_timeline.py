@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from beamsearch.schema import Kernel, TimingResult, Verdict
-from beamsearch.state import TaskResult, VerifyTry
+from beamsearch.records.schema import Kernel, TimingResult, Verdict
+from beamsearch.records.state import TaskResult, VerifyTry
 from scripts import candidate_timeline
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from beamsearch.schema import RunSpec
+from beamsearch.records.schema import RunSpec
 from tests.conftest import KERNELS
 from workers.harness import child_process
 from workers.harness.verify import verify_kernel

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from beamsearch.schema import Tolerance
+from beamsearch.records.schema import Tolerance
 from workers.harness.child_process import EARLY_CUDA_INIT
 from workers.harness.compare import compare
 from workers.harness.torch_guard import ObservedCall, TorchComputeGuard, poison_, unwritten_mask
@@ -146,7 +146,7 @@ def test_the_check_cost_probe_times_each_step_on_the_cpu(capsys) -> None:
 # that leaves the last program part empty.
 FUSED_CASES = """
 import torch
-from beamsearch.schema import Tolerance
+from beamsearch.records.schema import Tolerance
 from workers.harness.compare import compare
 from workers.harness.compare_kernel import BLOCK, compare_fused
 

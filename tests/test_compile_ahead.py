@@ -11,7 +11,7 @@ import sys
 import pytest
 import torch
 
-from beamsearch.schema import DEFAULT_TOLERANCES, RunSpec, VerifyRequest
+from beamsearch.records.schema import DEFAULT_TOLERANCES, RunSpec, VerifyRequest
 from tests.conftest import DATA, KERNELS
 from workers.harness.child_process import EARLY_CUDA_INIT
 from workers.harness.compile_ahead import (

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from beamsearch.problems import resolve_problem
-from beamsearch.schema import RunSpec
+from beamsearch.records.problems import resolve_problem
+from beamsearch.records.schema import RunSpec
 from workers.harness.verify import verify_kernel
 from workers.proposers.compile_seed import seed_from_inductor, seed_from_recording
 from workers.proposers.inductor_code import parse_output_code
@@ -296,7 +296,7 @@ def test_a_persistent_tma_template_gets_its_tiles_as_knobs_and_a_scratch_allocat
 
 
 def test_recorded_graph_args_name_the_model_values() -> None:
-    """scripts/record_inductor_cpu.py read them off Dynamo's graph: GroupNorm's weight, bias, then x."""
+    """workers/harness/record_inductor_cpu.py read them off Dynamo's graph: GroupNorm's weight, bias, then x."""
     assert json.loads((SMALL / "35_GroupNorm_" / "graph_args.json").read_text()) == GROUP_NORM_ARGS
     assert json.loads((SMALL / "26_GELU_" / "graph_args.json").read_text()) == [0]
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from beamsearch.schema import RunSpec
+from beamsearch.records.schema import RunSpec
 from tests.conftest import DATA
 from workers.harness.timing import time_target
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 
-from beamsearch.state import BeamState, TaskResult
+from beamsearch.records.state import BeamState, TaskResult
 from tests.conftest import DATA
 from tests.test_search import _events, run_cli
 

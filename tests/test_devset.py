@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from beamsearch.problems import resolve_problem
-from beamsearch.schema import BenchReport, BenchRow, RunSpec, Timing, TimingResult, Verdict
+from beamsearch.records.problems import resolve_problem
+from beamsearch.records.schema import BenchReport, BenchRow, RunSpec, Timing, TimingResult, Verdict
 from workers.harness.problem_instance import import_file
 from workers.harness.verify import verify_kernel
 from workers.proposers.tuner import find_knobs

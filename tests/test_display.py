@@ -8,7 +8,7 @@ import io
 from rich.console import Console
 
 from beamsearch.display import Display
-from beamsearch.state import RoundRecord, TaskResult
+from beamsearch.records.state import RoundRecord, TaskResult
 
 
 def _result(task_id: str, status: str) -> TaskResult:

@@ -178,7 +178,7 @@ def test_on_a_gpu_a_timing_waits_for_another_processs_gpu_job(path: str, tmp_pat
     the GPU, then measures and passes; the wait is in its lock_wait_s."""
     import threading
 
-    from beamsearch.schema import RunSpec, TimingKnobs
+    from beamsearch.records.schema import RunSpec, TimingKnobs
     from tests.conftest import DATA, KERNELS
     from workers.harness.timing import time_target
     from workers.harness.verify import verify_kernel

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from beamsearch.beam import code_hash, plan_round
-from beamsearch.config import SearchConfig
 from beamsearch.handback import Handback
-from beamsearch.llm_records import Exchange, LLMCall
-from beamsearch.schema import Kernel, RunSpec, Verdict
-from beamsearch.state import BeamEntry, BeamState, PendingKernel, TaskResult, VerifyTry
+from beamsearch.records.config import SearchConfig
+from beamsearch.records.llm import Exchange, LLMCall
+from beamsearch.records.schema import Kernel, RunSpec, Verdict
+from beamsearch.records.state import BeamEntry, BeamState, PendingKernel, TaskResult, VerifyTry
 
 PARENT = "def kernel_function(x):\n    return x\n"
 

@@ -17,12 +17,7 @@ LAYER_NAMES = ("shared data", "harness/proposers/profiling", "actor/task", "driv
 
 # Exact modules first, then package prefixes; the longest match wins.
 LAYERS = {
-    "beamsearch.schema": SHARED_DATA,
-    "beamsearch.state": SHARED_DATA,
-    "beamsearch.config": SHARED_DATA,
-    "beamsearch.search_records": SHARED_DATA,
-    "beamsearch.llm_records": SHARED_DATA,
-    "beamsearch.trace_archive": SHARED_DATA,
+    "beamsearch.records": SHARED_DATA,
     "prompts.records": SHARED_DATA,
     "workers": HARNESS,
     "workers.harness": HARNESS,
@@ -88,7 +83,7 @@ def test_the_check_sees_lazy_imports_and_layers(tmp_path) -> None:
         "import os\n\ndef f():\n    from beamsearch.driver import Driver\n    import workers.actor.task\n"
     )
     assert our_imports(source) == {"beamsearch.driver", "workers.actor.task"}
-    assert [layer(m) for m in ("beamsearch.schema", "workers.harness.clock", "workers.actor.task", "beamsearch.run")] == [
+    assert [layer(m) for m in ("beamsearch.records.schema", "workers.harness.clock", "workers.actor.task", "beamsearch.run")] == [
         0,
         1,
         2,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from beamsearch.problems import bundled_problem_names, resolve_problem
-from beamsearch.schema import RunSpec
+from beamsearch.records.problems import bundled_problem_names, resolve_problem
+from beamsearch.records.schema import RunSpec
 from workers.harness.verify import verify_kernel
 
 

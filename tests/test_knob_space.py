@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from beamsearch.problems import resolve_problem
-from beamsearch.schema import RunSpec
+from beamsearch.records.problems import resolve_problem
+from beamsearch.records.schema import RunSpec
 from tests.conftest import DATA
 from workers.harness.verify import verify_kernel
 from workers.proposers.knob_space import (
@@ -267,7 +267,7 @@ def test_the_block_limit_agrees_with_what_gpus_did_with_kernels_without_a_dot() 
     """Every observation of six searches and sweeps of cumsum, a mean reduction (from its input and from
     Inductor's kernel) and GELU: a point past the compile limit that is not over the limit would be
     a miss, and an ok point over it ran at more than twice its search's best time."""
-    from beamsearch.problems import problem_sizes
+    from beamsearch.records.problems import problem_sizes
 
     record = json.loads((DATA / "gpu_limits" / "block_points.json").read_text())
     over_count = 0

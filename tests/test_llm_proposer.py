@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from beamsearch.problems import resolve_problem
-from beamsearch.schema import Bottleneck, Diagnosis, Kernel, Roofline, Verdict
+from beamsearch.records.problems import resolve_problem
+from beamsearch.records.schema import Bottleneck, Diagnosis, Kernel, Roofline, Verdict
 from profiling.peaks import effective_peaks
 from tests.conftest import KERNELS, SHARED
 from tests.llm_server import Garbage, HttpError, Reply, ScriptedLLMServer, Slow

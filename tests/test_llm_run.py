@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 
-from beamsearch.state import BeamState, TaskResult
+from beamsearch.records.state import BeamState, TaskResult
 from tests.llm_server import HttpError, Reply, Respond, ScriptedLLMServer, Slow
 from tests.test_search import PROBLEM, ROOT, START, _env, _events, check_trace, remove_private_ray, run_cli
 

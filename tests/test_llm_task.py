@@ -10,10 +10,10 @@ import json
 import pytest
 from rich.console import Console
 
-from beamsearch.config import SearchConfig
 from beamsearch.display import Display
-from beamsearch.schema import Floor, Kernel, RunSpec, Work
-from beamsearch.state import BeamEntry, Task
+from beamsearch.records.config import SearchConfig
+from beamsearch.records.schema import Floor, Kernel, RunSpec, Work
+from beamsearch.records.state import BeamEntry, Task
 from beamsearch.trace import published_files
 from tests.conftest import DATA
 from tests.llm_server import HttpError, Reply, Respond, ScriptedLLMServer

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from beamsearch.config import SearchConfig
 from beamsearch.model_watch import ModelWatch
-from beamsearch.state import TaskResult
+from beamsearch.records.config import SearchConfig
+from beamsearch.records.state import TaskResult
 from tests.conftest import DATA
 from workers.proposers.llm import Exchange
 from workers.proposers.llm_client import LLMCall, LLMUnavailable

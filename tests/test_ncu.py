@@ -7,8 +7,8 @@ import stat
 
 import pytest
 
-from beamsearch.problems import resolve_problem
-from beamsearch.schema import RunSpec
+from beamsearch.records.problems import resolve_problem
+from beamsearch.records.schema import RunSpec
 from profiling import ncu
 from profiling.metrics import COMPUTE_SOL, DURATION, MEMORY_SOL
 from tests.conftest import DATA, KERNELS

@@ -16,11 +16,11 @@ import pytest
 
 from beamsearch import optimiser as optimiser_module
 from beamsearch.beam import code_hash
-from beamsearch.config import SearchConfig
 from beamsearch.optimiser import Optimiser, Outcome, outcome_of
-from beamsearch.problems import problem_sizes
-from beamsearch.schema import Kernel, Roofline, RunSpec
-from beamsearch.state import BeamEntry, BeamState, OptimiserState, TaskResult
+from beamsearch.records.config import SearchConfig
+from beamsearch.records.problems import problem_sizes
+from beamsearch.records.schema import Kernel, Roofline, RunSpec
+from beamsearch.records.state import BeamEntry, BeamState, OptimiserState, TaskResult
 from tests.conftest import DATA
 from workers.proposers.knob_space import KnobDim, KnobSpace
 from workers.proposers.searcher import Observation, SearcherState
@@ -179,8 +179,8 @@ def test_two_points_that_compile_to_one_code_are_told_as_the_same() -> None:
 def test_code_timed_in_a_space_is_named_to_its_later_tasks_and_their_early_duplicates_learn_its_time() -> None:
     """A variant is handed the compiled codes already timed in its space (the root's too): a worker stops one
     that runs such code before checking or timing it, and its point is told the time of the kernel it repeats."""
-    from beamsearch.schema import Verdict
-    from beamsearch.state import VerifyTry
+    from beamsearch.records.schema import Verdict
+    from beamsearch.records.state import VerifyTry
 
     state = beam_state()
     state = state.model_copy(update={"beam": [state.beam[0].model_copy(update={"compiled_hash": "root"})]})
@@ -359,8 +359,8 @@ def test_an_autotuned_roots_code_is_not_taken_for_its_first_configs(monkeypatch)
 
 def test_a_variant_a_model_refined_is_told_its_own_first_verdict() -> None:
     """With a model, a failed knob variant is refined; its point learns what its own kernel did, not the fix."""
-    from beamsearch.schema import Verdict
-    from beamsearch.state import VerifyTry
+    from beamsearch.records.schema import Verdict
+    from beamsearch.records.state import VerifyTry
 
     state = beam_state()
     opt = Optimiser(state.optimiser, {}, seed=0, budget=None, make=ShuffleSearcher)

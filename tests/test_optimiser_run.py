@@ -8,7 +8,7 @@ import json
 import subprocess
 import sys
 
-from beamsearch.state import BeamState
+from beamsearch.records.state import BeamState
 from tests.conftest import DATA
 from tests.test_search import PROBLEM, ROOT, START, _env, _events, check_trace, run_cli
 

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from beamsearch.schema import SEARCH_TIMING, CheckResult, RunSpec, TimingResult, Verdict
+from beamsearch.records.schema import SEARCH_TIMING, CheckResult, RunSpec, TimingResult, Verdict
 from tests.conftest import KERNELS
 from workers.actor import task
 from workers.harness.gpu_lock import gpu_lock, gpu_memory

@@ -88,15 +88,15 @@ class _StandIn:
         time.sleep(0.2)
 
     def run(self, task):
-        from beamsearch.state import TaskResult
+        from beamsearch.records.state import TaskResult
 
         self._start("run")
         return TaskResult(task_id=task.id, parent_id=task.parent.id, round=1, direction=0, status="ok",
                           reason="run", worker=self.name, lesson=str(task.screen_above_ms))  # fmt: skip
 
     def profile(self, job):
-        from beamsearch.schema import Profile
-        from beamsearch.state import ProfileResult
+        from beamsearch.records.schema import Profile
+        from beamsearch.records.state import ProfileResult
 
         self._start("profile")
         return ProfileResult(job_id=job.id, kernel_id=job.entry.id, profile=Profile(available=False, reason="profile"),
@@ -124,9 +124,9 @@ class _Recorded:
 
 
 def _task(id_: str):
-    from beamsearch.config import SearchConfig
-    from beamsearch.schema import Kernel, RunSpec
-    from beamsearch.state import BeamEntry, Task
+    from beamsearch.records.config import SearchConfig
+    from beamsearch.records.schema import Kernel, RunSpec
+    from beamsearch.records.state import BeamEntry, Task
 
     entry = BeamEntry(id="input", kernel=Kernel(source="x = 1", origin="input"), ranked_ms=1.0, round=0)
     spec = RunSpec(problem_path="/p/problem.py", shapes="full", device="cpu")
@@ -134,7 +134,7 @@ def _task(id_: str):
 
 
 def _profile_job(id_: str):
-    from beamsearch.state import ProfileJob
+    from beamsearch.records.state import ProfileJob
 
     task = _task(id_)
     return ProfileJob(id=id_, round=1, entry=task.parent.model_copy(update={"id": f"k-{id_}"}), spec=task.spec)
@@ -142,7 +142,7 @@ def _profile_job(id_: str):
 
 def _done(results) -> list[tuple[str, str]]:
     """Each result's job id and how it ended: a task's reason, a profile job's profile's reason."""
-    from beamsearch.state import ProfileResult
+    from beamsearch.records.state import ProfileResult
 
     return sorted((r.job_id, r.profile.reason) if isinstance(r, ProfileResult) else (r.task_id, r.reason)
                   for r in results)  # fmt: skip

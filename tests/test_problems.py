@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from beamsearch.problems import ProblemNotFound, bundled_problem_names, resolve_problem
-from beamsearch.schema import RunSpec
+from beamsearch.records.problems import ProblemNotFound, bundled_problem_names, resolve_problem
+from beamsearch.records.schema import RunSpec
 from tests.conftest import DATA
 from workers.harness.problem_instance import (
     ProblemLoadError,

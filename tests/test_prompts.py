@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from beamsearch.schema import (
+from beamsearch.records.schema import (
     Attempt,
     Bottleneck,
     CheckResult,

@@ -8,7 +8,7 @@ import pytest
 
 from beamsearch import report as rep
 from beamsearch.publish import PublishError, main, publish
-from beamsearch.trace_archive import TRACE_ARCHIVE, pack_trace, unpacked_trace
+from beamsearch.records.trace_archive import TRACE_ARCHIVE, pack_trace, unpacked_trace
 from tests.test_report import PROBLEM, assert_png, record_run
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from beamsearch.schema import Attempt, Diagnosis, Kernel
-from beamsearch.trace_archive import pack_trace
+from beamsearch.records.schema import Attempt, Diagnosis, Kernel
+from beamsearch.records.trace_archive import pack_trace
 from workers.proposers.replay import ReplayProposer, recorded_rounds
 
 NONE = Diagnosis(bottlenecks=[], source="rules")

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from beamsearch import report as rep
-from beamsearch.config import SearchConfig
-from beamsearch.problems import resolve_problem
-from beamsearch.schema import (
+from beamsearch.records.config import SearchConfig
+from beamsearch.records.problems import resolve_problem
+from beamsearch.records.schema import (
     Floor,
     Kernel,
     KernelProfile,
@@ -22,7 +22,7 @@ from beamsearch.schema import (
     Verdict,
     Work,
 )
-from beamsearch.state import (
+from beamsearch.records.state import (
     Baseline,
     BeamEntry,
     BeamState,
@@ -212,7 +212,7 @@ def test_cpu_run_cut_short_without_summary(tmp_path) -> None:
 
 
 def test_a_runs_own_values_rule_is_in_its_report(tmp_path) -> None:
-    from beamsearch.schema import Tolerance
+    from beamsearch.records.schema import Tolerance
 
     default, own = tmp_path / "default", tmp_path / "own"
     record_run(default, device="cpu", summary=False)

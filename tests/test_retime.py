@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from beamsearch.config import SearchConfig
 from beamsearch.display import Display
 from beamsearch.driver import Driver
+from beamsearch.records.config import SearchConfig
+from beamsearch.records.schema import CheckResult, Kernel, RunSpec, Timing, TimingResult
+from beamsearch.records.state import BeamEntry, BeamState, FinalTiming, Summary
 from beamsearch.report import best_round_text, load_run
-from beamsearch.schema import CheckResult, Kernel, RunSpec, Timing, TimingResult
-from beamsearch.state import BeamEntry, BeamState, FinalTiming, Summary
 from beamsearch.trace import TraceWriter
 from workers.actor import task
 from workers.actor.task import WorkerContext, final_timing
@@ -150,8 +150,8 @@ def test_the_search_crowns_no_kernel_whose_re_timing_failed_and_says_so(
 
 
 def test_a_round_counts_its_inconclusive_candidates_apart_from_failures(tmp_path) -> None:
+    from beamsearch.records.state import TaskResult
     from beamsearch.report import rounds_table
-    from beamsearch.state import TaskResult
     from tests.test_beam_profiles import ANSWERS, ScriptedPool, _driver
 
     disturbed = TaskResult(task_id="r1-t4", parent_id="input", round=1, direction=0, status="inconclusive",

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from beamsearch.problems import resolve_problem
-from beamsearch.schema import RunSpec, Work
+from beamsearch.records.problems import resolve_problem
+from beamsearch.records.schema import RunSpec, Work
 from profiling.metrics import COMPUTE_SOL, MEMORY_SOL, TENSOR_PIPE
 from profiling.roofline import classify, floor, is_suspect, pct_of_floor
 from profiling.work import count_work

@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 import pytest
 
 from beamsearch import publish
+from beamsearch.records.state import Summary
 from beamsearch.run_folders import NoRunFound, latest_run_dir, new_run_dir
-from beamsearch.state import Summary
 from tests.conftest import DATA
 from tests.test_search import _env
 

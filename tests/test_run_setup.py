@@ -6,10 +6,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from beamsearch.config import SearchConfig
 from beamsearch.driver import Driver, verifications_that_fit
-from beamsearch.schema import DeviceFacts, Kernel, Verdict
-from beamsearch.state import TaskResult, VerifyTry
+from beamsearch.records.config import SearchConfig
+from beamsearch.records.schema import DeviceFacts, Kernel, Verdict
+from beamsearch.records.state import TaskResult, VerifyTry
 from beamsearch.trace import TraceWriter
 from tests.conftest import DATA
 
@@ -59,7 +59,7 @@ def test_a_users_setting_and_a_cpu_run_are_left_as_they_are() -> None:
 
 def test_the_bar_is_the_fastest_timed_baseline_and_only_on_a_gpu() -> None:
     from beamsearch.driver import best_baseline
-    from beamsearch.state import Baseline
+    from beamsearch.records.state import Baseline
 
     runs = [Baseline(label="eager", target="eager", median_ms=8.4, status="ok"),
             Baseline(label="compile-max-autotune", target="compile-max-autotune", median_ms=1.3, status="ok"),
@@ -94,8 +94,8 @@ def test_the_rounds_use_the_places_the_start_measured(resumed: bool, tmp_path, m
     import beamsearch.pool
     import beamsearch.report
     import beamsearch.run as run
-    from beamsearch.schema import DeviceFacts, RunSpec
-    from beamsearch.state import BeamState
+    from beamsearch.records.schema import DeviceFacts, RunSpec
+    from beamsearch.records.state import BeamState
 
     facts = DeviceFacts(floor=None, gpu_name="g", shared_bytes=232448)
     pool = SimpleNamespace(call=lambda method, *a: facts if method == "device_facts" else {},
@@ -131,8 +131,8 @@ def test_a_gpu_run_also_starts_from_the_compiler_seed_unless_told_or_sweeping() 
 
 
 def test_atol_or_rtol_sets_the_runs_rule_and_the_other_keeps_the_dtypes_default() -> None:
+    from beamsearch.records.schema import Tolerance
     from beamsearch.run import parse_args, run_spec
-    from beamsearch.schema import Tolerance
 
     assert parse_args(["--problem", "p"])[0].tolerance() is None  # the dtype's default, decided by the spec
     loose, _, _ = parse_args(["--problem", "p", "--atol", "0.05"])
@@ -159,7 +159,7 @@ def test_a_resume_takes_what_it_may_change_and_names_what_it_keeps() -> None:
 
 
 def test_a_sweep_runs_to_its_last_point_unless_given_rounds_or_minutes() -> None:
-    from beamsearch.config import SWEEP_ROUNDS
+    from beamsearch.records.config import SWEEP_ROUNDS
     from beamsearch.run import parse_args
 
     sweep, _, _ = parse_args(["--problem", "p", "--sweep"])
@@ -179,8 +179,8 @@ def test_a_sweep_runs_to_its_last_point_unless_given_rounds_or_minutes() -> None
 def test_a_run_resumed_in_round_0_gets_the_seed_it_had_not_measured(round_, seed_folder, start_origin, added,
                                                                       tmp_path) -> None:  # fmt: skip
     from beamsearch.driver import COMPILER_SEED_ID
-    from beamsearch.schema import DeviceFacts, RunSpec
-    from beamsearch.state import BeamEntry, BeamState
+    from beamsearch.records.schema import DeviceFacts, RunSpec
+    from beamsearch.records.state import BeamEntry, BeamState
 
     spec = RunSpec(problem_path=str(tmp_path / "problem.py"), device="cuda", dtype="bf16", shapes="full")
     kernel = Kernel(source="def kernel_function(x):\n    return x\n", origin=start_origin)

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from beamsearch.config import SearchConfig
+from beamsearch.records.config import SearchConfig
+from beamsearch.records.schema import RunSpec
+from beamsearch.records.state import BeamState, RoundRecord, Summary, TaskResult
 from beamsearch.run import PRIVATE_RAY_PREFIX
-from beamsearch.schema import RunSpec
-from beamsearch.state import BeamState, RoundRecord, Summary, TaskResult
 from tests.conftest import DATA
 from tests.llm_server import Reply, Respond, ScriptedLLMServer, Slow
 

@@ -7,9 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from beamsearch.config import SearchConfig
-from beamsearch.schema import Kernel, RunSpec, TimingResult
-from beamsearch.state import BeamState, RoundRecord, TaskResult
+from beamsearch.records.config import SearchConfig
+from beamsearch.records.schema import Kernel, RunSpec, TimingResult
+from beamsearch.records.state import BeamState, RoundRecord, TaskResult
 from scripts import search_stats
 
 ROOT = Path(__file__).resolve().parents[1]

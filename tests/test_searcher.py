@@ -224,8 +224,8 @@ def test_bad_inputs_get_clear_messages() -> None:
 
 
 def test_suggested_points_of_a_real_kernel_verify_under_the_interpreter(tmp_path) -> None:
-    from beamsearch.problems import resolve_problem
-    from beamsearch.schema import RunSpec
+    from beamsearch.records.problems import resolve_problem
+    from beamsearch.records.schema import RunSpec
     from workers.harness.verify import verify_kernel
     from workers.proposers.knob_space import describe, render, space_of
 

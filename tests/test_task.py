@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from beamsearch.config import SearchConfig
-from beamsearch.schema import CheckResult, Kernel, RunSpec, Timing, TimingResult, Verdict
-from beamsearch.state import BeamEntry, Task
+from beamsearch.records.config import SearchConfig
+from beamsearch.records.schema import CheckResult, Kernel, RunSpec, Timing, TimingResult, Verdict
+from beamsearch.records.state import BeamEntry, Task
 from tests.conftest import DATA
 from workers.actor import task as task_module
 from workers.actor.task import WorkerContext, run_task

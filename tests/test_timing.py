@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import torch
 
-from beamsearch.schema import (
+from beamsearch.records.schema import (
     DEFAULT_TOLERANCES,
     RunSpec,
     TimingKnobs,

@@ -7,8 +7,8 @@ import ast
 
 import pytest
 
-from beamsearch.problems import bundled_problem_names, resolve_problem
-from beamsearch.schema import Attempt, Diagnosis, Kernel, Roofline, RunSpec
+from beamsearch.records.problems import bundled_problem_names, resolve_problem
+from beamsearch.records.schema import Attempt, Diagnosis, Kernel, Roofline, RunSpec
 from workers.harness.verify import verify_kernel
 from workers.proposers.tuner import TunerProposer, apply, find_knobs
 

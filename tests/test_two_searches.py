@@ -7,9 +7,9 @@ import importlib.util
 import json
 from pathlib import Path
 
-from beamsearch.config import SearchConfig
-from beamsearch.schema import Kernel, RunSpec, Timing, TimingResult
-from beamsearch.state import BeamState, FinalTiming, RoundRecord, TaskResult
+from beamsearch.records.config import SearchConfig
+from beamsearch.records.schema import Kernel, RunSpec, Timing, TimingResult
+from beamsearch.records.state import BeamState, FinalTiming, RoundRecord, TaskResult
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "two_searches.py"
 spec_ = importlib.util.spec_from_file_location("two_searches", SCRIPT)

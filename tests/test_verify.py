@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from beamsearch.schema import RunSpec, Tolerance
+from beamsearch.records.schema import RunSpec, Tolerance
 from tests.conftest import DATA, KERNELS
 from workers.harness.verify import verify_kernel
 from workers.proposers.searcher import is_resource_failure

@@ -8,7 +8,7 @@ import time
 import pytest
 from filelock import FileLock, Timeout
 
-from beamsearch.schema import RunSpec, TimingKnobs
+from beamsearch.records.schema import RunSpec, TimingKnobs
 from tests.conftest import DATA, KERNELS
 from tests.test_verify import BAD_KERNELS
 from workers.harness.clock import FIRST_LOOK_REPS

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from beamsearch.schema import RunSpec, TimingKnobs
+from beamsearch.records.schema import RunSpec, TimingKnobs
 from tests.conftest import KERNELS
 from workers.harness.verify import VerifySession, runner_reusable, verify_kernel
 
@@ -135,7 +135,7 @@ def test_each_gpu_step_of_the_checks_holds_the_use_lock_and_lets_go_between(monk
     is replaced by one that counts."""
     import contextlib
 
-    from beamsearch.schema import DEFAULT_TOLERANCES, VerifyRequest
+    from beamsearch.records.schema import DEFAULT_TOLERANCES, VerifyRequest
     from workers.harness import verify_child
     from workers.harness.kernel_runner import KernelProcess
 

@@ -13,8 +13,16 @@ import socket
 
 import ray
 
-from beamsearch.schema import DeviceFacts, RunSpec
-from beamsearch.state import Baseline, BeamEntry, FinalTiming, ProfileJob, ProfileResult, Task, TaskResult
+from beamsearch.records.schema import DeviceFacts, RunSpec
+from beamsearch.records.state import (
+    Baseline,
+    BeamEntry,
+    FinalTiming,
+    ProfileJob,
+    ProfileResult,
+    Task,
+    TaskResult,
+)
 from profiling.ncu import start_ncu_spare
 from workers.actor import task as task_fns
 from workers.harness.child_process import descendants, start_spares, stop_all

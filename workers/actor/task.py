@@ -20,8 +20,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from beamsearch.config import SearchConfig
-from beamsearch.schema import (
+from beamsearch.records.config import SearchConfig
+from beamsearch.records.schema import (
     SEARCH_TIMING,
     DeviceFacts,
     Diagnosis,
@@ -34,7 +34,7 @@ from beamsearch.schema import (
     TimingResult,
     Verdict,
 )
-from beamsearch.state import (
+from beamsearch.records.state import (
     Baseline,
     BeamEntry,
     FinalTiming,
@@ -49,6 +49,7 @@ from profiling.ncu import profile_kernel
 from profiling.roofline import classify
 from profiling.work import judge_time
 from prompts.records import Reflection
+from workers.harness.child_process import child_env
 from workers.harness.gpu_lock import gpu_memory
 from workers.harness.timing import time_target
 from workers.harness.verify import VerifySession, verify_kernel
@@ -406,7 +407,7 @@ def device_facts(spec: RunSpec) -> DeviceFacts:
 # max-autotune of a matmul takes about a minute, of a pooling 47 s on an H100; a GPU search starts from the seed by
 # default, so a compile past this leaves the run going on from its input within the optimiser's minutes.
 RECORD_TIMEOUT_S = 300.0
-RECORDER = Path(__file__).resolve().parents[2] / "scripts" / "record_inductor.py"
+RECORDER_MODULE = "workers.harness.record_inductor"
 
 
 def compiler_seed(spec: RunSpec, recording: str | None) -> SeedResult:
@@ -417,11 +418,12 @@ def compiler_seed(spec: RunSpec, recording: str | None) -> SeedResult:
         return seed_from_recording(Path(recording))
     if not spec.device.startswith("cuda"):
         return SeedResult(unavailable="on the CPU Inductor writes C++, not Triton: record the problem on a GPU with "
-                                      "scripts/record_inductor.py and pass the folder with --compiler-recording")  # fmt: skip
+                                      "python -m workers.harness.record_inductor and pass the folder with --compiler-recording")  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="beamsearch-inductor-") as out:
-        command = [sys.executable, str(RECORDER), "--problem", spec.problem_path, "--out", out, "--dtype", spec.dtype]
+        command = [sys.executable, "-m", RECORDER_MODULE, "--problem", spec.problem_path, "--out", out, "--dtype", spec.dtype]
         try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=RECORD_TIMEOUT_S, check=False)
+            done = subprocess.run(command, capture_output=True, text=True, timeout=RECORD_TIMEOUT_S, check=False,
+                                  env=child_env(spec.device))
         except subprocess.TimeoutExpired:
             return SeedResult(unavailable=f"torch.compile did not finish within {RECORD_TIMEOUT_S:.0f} s")
         folders = [f for f in Path(out).iterdir() if f.is_dir()]

@@ -32,7 +32,7 @@ from typing import Any
 
 import torch
 
-from beamsearch.schema import CheckResult, DType, ShapeSet, Timing
+from beamsearch.records.schema import CheckResult, DType, ShapeSet, Timing
 
 _perf_counter = time.perf_counter  # taken before any kernel is imported
 _Event = torch.cuda.Event

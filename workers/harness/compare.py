@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
-from beamsearch.schema import Tolerance
+from beamsearch.records.schema import Tolerance
 from workers.harness.torch_guard import unwritten_mask
 
 CHUNK_ELEMENTS = 1 << 26  # temporaries stay near 2 GB even for multi-GB outputs; few syncs

@@ -24,7 +24,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._device import _device_constructors
 
-from beamsearch.schema import RunSpec
+from beamsearch.records.schema import RunSpec
 from workers.harness.allocator import large_blocks_whole
 
 TORCH_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, ValidationError
 
-from beamsearch.schema import DType, ShapeSet, Timing
+from beamsearch.records.schema import DType, ShapeSet, Timing
 
 Index = Annotated[int, Field(ge=0)]  # into the tensors sent with the message
 Count = Annotated[int, Field(ge=0)]

@@ -59,7 +59,7 @@ from typing import Any
 
 import torch
 
-from beamsearch.schema import RunSpec, Tolerance
+from beamsearch.records.schema import RunSpec, Tolerance
 from workers.harness.compare import Comparison, compare
 from workers.harness.problem_instance import ProblemInstance, reference_copies, reference_output
 

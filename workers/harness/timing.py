@@ -6,7 +6,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from beamsearch.schema import RunSpec, TimingRequest, TimingResult
+from beamsearch.records.schema import RunSpec, TimingRequest, TimingResult
 from workers.harness.child_process import run_child
 
 DEFAULT_TIMING_TIMEOUT_S = 900.0  # torch.compile with max-autotune can take minutes

@@ -31,7 +31,7 @@ from typing import Any
 
 import torch
 
-from beamsearch.schema import TimingKnobs, TimingRequest, TimingResult, VerifyRequest
+from beamsearch.records.schema import TimingKnobs, TimingRequest, TimingResult, VerifyRequest
 from workers.harness.binding import model_values
 from workers.harness.child_process import adopt_orphans, end_adopted, serve
 from workers.harness.clock import measure

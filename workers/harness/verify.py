@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from beamsearch.schema import (
+from beamsearch.records.schema import (
     RunSpec,
     TimingKnobs,
     TimingResult,

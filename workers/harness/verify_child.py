@@ -57,7 +57,7 @@ from typing import Any
 import torch
 from pydantic import ValidationError
 
-from beamsearch.schema import (
+from beamsearch.records.schema import (
     DEFAULT_TOLERANCES,
     CheckResult,
     RunSpec,

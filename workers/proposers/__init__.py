@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from beamsearch.schema import Attempt, Diagnosis, Kernel
+from beamsearch.records.schema import Attempt, Diagnosis, Kernel
 
 
 class Proposer(Protocol):

@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic import Field
 
-from beamsearch.schema import Record
+from beamsearch.records.schema import Record
 from workers.proposers.inductor_code import (
     Alloc,
     InductorCodeError,
@@ -64,7 +64,7 @@ class SeedResult(Record):
 
 
 def seed_from_recording(folder: Path, graph_args: list[int | str] | None = None) -> SeedResult:
-    """``seed_from_inductor`` on a folder written by scripts/record_inductor.py: ``output_code.py``,
+    """``seed_from_inductor`` on a folder written by workers/harness/record_inductor.py: ``output_code.py``,
     ``chosen_configs.json`` and/or ``best_configs.json``, ``graph_args.json`` (what each graph argument
     is, unless ``graph_args`` is given) and ``meta.json`` for the input shapes and the inputs that are
     plain numbers."""
@@ -100,7 +100,7 @@ def seed_from_inductor(
 ) -> SeedResult:
     """Inductor's kernels of ``output_code`` as a standalone module with their chosen configs.
 
-    ``chosen_configs``: scripts/record_inductor.py's ``chosen_configs.json`` (kernel name -> {"config": ...}),
+    ``chosen_configs``: workers/harness/record_inductor.py's ``chosen_configs.json`` (kernel name -> {"config": ...}),
     preferred. ``best_configs``: the ``.best_config`` files by hash (``best_configs.json``); matched to
     kernels by the block constexprs each kernel takes, then by their order. ``graph_args``: what each of
     the compiled graph's arguments is, in order: an int is the index of a forward input, a str the name of

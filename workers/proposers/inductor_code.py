@@ -14,7 +14,7 @@ from workers.proposers.tuner import compiled_loop
 
 # Kernel-side names Inductor imports into every Triton kernel module.
 HELPER_NAMES = ("triton_helpers", "libdevice", "tl_math")
-NEXT_MODULE_MARK = "# ---- next module ----"  # how scripts/record_inductor.py joins several graphs
+NEXT_MODULE_MARK = "# ---- next module ----"  # how workers/harness/record_inductor.py joins several graphs
 
 
 class InductorCodeError(ValueError):

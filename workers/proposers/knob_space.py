@@ -29,7 +29,7 @@ import itertools
 import math
 import re
 
-from beamsearch.search_records import BlockTile, DotTile, KnobDim, KnobSpace
+from beamsearch.records.search import BlockTile, DotTile, KnobDim, KnobSpace
 from workers.proposers.autotune_configs import without_autotune
 from workers.proposers.tuner import Knob, apply, find_knobs
 

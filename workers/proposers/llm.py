@@ -15,8 +15,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from beamsearch.llm_records import Exchange, LLMCall, Purpose
-from beamsearch.schema import (
+from beamsearch.records.llm import Exchange, LLMCall, Purpose
+from beamsearch.records.schema import (
     Attempt,
     Bottleneck,
     Diagnosis,

@@ -19,8 +19,8 @@ from typing import Any
 
 from pydantic import Field
 
-from beamsearch.llm_records import LLMCall, LLMStatus
-from beamsearch.schema import Record
+from beamsearch.records.llm import LLMCall, LLMStatus
+from beamsearch.records.schema import Record
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ import threading
 import time
 from typing import Any, NamedTuple
 
-from beamsearch.schema import Diagnosis
+from beamsearch.records.schema import Diagnosis
 from workers.proposers.llm import Exchange
 from workers.proposers.llm_client import LLMCall, LLMClient, LLMConfig
 

@@ -14,8 +14,8 @@ import logging
 import re
 from pathlib import Path
 
-from beamsearch.schema import Attempt, Diagnosis, Kernel
-from beamsearch.trace_archive import TRACE_ARCHIVE, TRACE_DIR, unpacked_trace
+from beamsearch.records.schema import Attempt, Diagnosis, Kernel
+from beamsearch.records.trace_archive import TRACE_ARCHIVE, TRACE_DIR, unpacked_trace
 
 log = logging.getLogger(__name__)
 ROUND = re.compile(r"round_(\d+)$")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from beamsearch.schema import Bottleneck, Diagnosis, Roofline
+from beamsearch.records.schema import Bottleneck, Diagnosis, Roofline
 
 SUMMARIES = {
     "memory": "memory-bound: move the same bytes faster (wider accesses, more bytes in flight)",

@@ -37,7 +37,7 @@ import warnings
 from collections import deque
 from collections.abc import Iterator, Sequence
 
-from beamsearch.search_records import KnobSpace, Observation, SearcherState, Strategy
+from beamsearch.records.search import KnobSpace, Observation, SearcherState, Strategy
 from workers.proposers.knob_space import over_limits
 from workers.proposers.tuner import MOVES
 

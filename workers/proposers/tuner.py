@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from beamsearch.schema import Attempt, Diagnosis, Kernel
+from beamsearch.records.schema import Attempt, Diagnosis, Kernel
 
 KnobKind = Literal["block", "warps", "stages", "grid"]
 TRITON_DEFAULTS = {"num_warps": 4, "num_stages": 3}

@@ -9,9 +9,17 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from beamsearch.schema import Record, ShapeSet
+from beamsearch.records.schema import Record, ShapeSet
 
-ARTIFACTS_DIR = Path(__file__).resolve().parent.parent / "artifacts"
+
+def _artifacts_dir() -> Path:
+    """The checkout's ``artifacts/`` beside the packages; from an installed wheel, which carries no
+    problems, the working folder's (a checkout's root, as the README runs it)."""
+    beside = Path(__file__).resolve().parents[2] / "artifacts"
+    return beside if beside.is_dir() else Path.cwd() / "artifacts"
+
+
+ARTIFACTS_DIR = _artifacts_dir()
 PROBLEM_FILE = "problem.py"
 INPUT_KERNEL_FILE = "input_kernel.py"
 

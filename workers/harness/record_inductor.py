@@ -1,6 +1,6 @@
 """Record what torch.compile(mode="max-autotune-no-cudagraphs") makes of a problem, on a GPU.
 
-    python scripts/record_inductor.py --problem P --out DIR [--dtype bf16]
+    python -m workers.harness.record_inductor --problem P --out DIR [--dtype bf16]
 
 Writes DIR/<problem>/: ``output_code.py`` (the wrapper Inductor generated, with every Triton kernel's
 source and the configs it considered), ``chosen_configs.json`` (each Triton kernel's name, the config its
@@ -27,9 +27,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
 
 def main() -> None:
     parser = argparse.ArgumentParser(
@@ -46,9 +43,9 @@ def main() -> None:
     import torch._inductor.config as inductor_config
     from torch._inductor.utils import run_and_get_code
 
-    from beamsearch.problems import resolve_problem
-    from beamsearch.schema import RunSpec
-    from scripts.inductor_graph_args import input_values, observed_graph_args
+    from beamsearch.records.problems import resolve_problem
+    from beamsearch.records.schema import RunSpec
+    from workers.harness.inductor_graph_args import input_values, observed_graph_args
     from workers.harness.problem_instance import instantiate, load_problem_module
 
     problem = resolve_problem(args.problem)

@@ -1,6 +1,6 @@
 """The records of a run's model requests, as plain data: one request's outcome (``LLMCall``) and one
 exchange of a task with the model (``Exchange``). Shared data: the task's result and the trace hold
-them (``beamsearch.state``, ``beamsearch.trace``); the LLM client and proposer make them."""
+them (``beamsearch.records.state``, ``beamsearch.trace``); the LLM client and proposer make them."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from beamsearch.schema import Record
+from beamsearch.records.schema import Record
 
 LLMStatus = Literal["ok", "timeout", "rate_limited", "server_error", "auth_error", "bad_request", "error"]
 Purpose = Literal["diagnose", "repair", "optimize", "refine", "reflect"]

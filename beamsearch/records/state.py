@@ -11,9 +11,9 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from beamsearch.config import SearchConfig
-from beamsearch.llm_records import Exchange
-from beamsearch.schema import (
+from beamsearch.records.config import SearchConfig
+from beamsearch.records.llm import Exchange
+from beamsearch.records.schema import (
     Attempt,
     Diagnosis,
     Floor,
@@ -26,7 +26,7 @@ from beamsearch.schema import (
     TimingStatus,
     Verdict,
 )
-from beamsearch.search_records import KnobSpace, SearcherState
+from beamsearch.records.search import KnobSpace, SearcherState
 from prompts.records import Reflection
 
 TaskStatus = Literal[

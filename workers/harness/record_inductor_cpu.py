@@ -1,6 +1,6 @@
 """Record the Triton wrapper Inductor writes for a problem at its SMALL shapes, on a machine with no GPU.
 
-    python scripts/record_inductor_cpu.py --problem P --out DIR [--dtype bf16] [--max-autotune]
+    python -m workers.harness.record_inductor_cpu --problem P --out DIR [--dtype bf16] [--max-autotune]
 
 Inductor makes C++ on the CPU unless ``cpu_backend = "triton"``; then it writes Triton kernels and a
 wrapper like the GPU's, but cannot compile them without a Triton CPU backend. This script lets Inductor
@@ -8,7 +8,7 @@ generate the code (standing in a fixed hash for the backend it asks about) and k
 the moment Inductor loads it, before anything compiles. The kernels are Inductor's own, for the small
 shapes, so the compiler seed can be verified end to end with Triton's interpreter. There is no
 autotuning on this path: the recording has no configs, and its tests choose them. With ``--max-autotune``
-Inductor also writes its matmul templates (GEMM backends limited to Triton, as scripts/record_inductor.py
+Inductor also writes its matmul templates (GEMM backends limited to Triton, as workers/harness/record_inductor.py
 records on a GPU); nothing can be timed here, so each template's first config stands in for the
 autotuner's choice (the template carries its config in its body).
 
@@ -20,12 +20,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 
 class _Captured(Exception):
@@ -36,7 +32,7 @@ def generate(
     problem: str, dtype: str, max_autotune: bool = False
 ) -> tuple[str, list[list[int]], list[int | str | None], dict[str, Any]]:
     """Inductor's wrapper for ``problem`` at small shapes on the CPU, the problem's input shapes, what
-    each of the graph's arguments is, and the inputs that are plain numbers (scripts/inductor_graph_args.py)."""
+    each of the graph's arguments is, and the inputs that are plain numbers (workers/harness/inductor_graph_args.py)."""
     import itertools
     import os
     import tempfile
@@ -48,18 +44,18 @@ def generate(
     import torch._inductor.config as inductor_config
     import torch.utils._triton as torch_triton
 
-    from beamsearch.problems import resolve_problem
-    from beamsearch.schema import RunSpec
-    from scripts.inductor_graph_args import input_values, observed_graph_args
-    from scripts.record_inductor import triton_choices_only
+    from beamsearch.records.problems import resolve_problem
+    from beamsearch.records.schema import RunSpec
+    from workers.harness.inductor_graph_args import input_values, observed_graph_args
     from workers.harness.problem_instance import instantiate, load_problem_module
+    from workers.harness.record_inductor import triton_choices_only
 
     inductor_config.cpu_backend = "triton"
     if max_autotune:
         from torch._inductor.select_algorithm import AlgorithmSelectorCache
 
         inductor_config.max_autotune = True
-        triton_choices_only(inductor_config)  # as scripts/record_inductor.py records on a GPU
+        triton_choices_only(inductor_config)  # as workers/harness/record_inductor.py records on a GPU
         inductor_config.benchmark_epilogue_fusion = False  # its benchmark module does not load on the CPU
         order = itertools.count(1)  # the first choice benchmarks fastest: nothing can run here to time it
         AlgorithmSelectorCache.benchmark_choice = classmethod(
@@ -106,7 +102,7 @@ def main() -> None:
     args = parser.parse_args()
     import torch
 
-    from beamsearch.problems import resolve_problem
+    from beamsearch.records.problems import resolve_problem
 
     code, shapes, graph_args, values = generate(args.problem, args.dtype, args.max_autotune)
     dest = args.out / resolve_problem(args.problem).name

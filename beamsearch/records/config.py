@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from beamsearch.schema import DType, Record, ShapeSet, Tolerance, given_tolerance
+from beamsearch.records.schema import DType, Record, ShapeSet, Tolerance, given_tolerance
 
 OFFLINE_MINUTES = 8.0  # the offline optimiser's default time budget: a round and the final re-timing fit after it
 SWEEP_ROUNDS = 1_000_000  # a sweep's rounds unless told: it ends when its space is spent
@@ -45,7 +45,7 @@ class SearchConfig(Record):
                                        "cudagraphs')'s own Triton kernels for the problem, made standalone with "
                                        "Inductor's chosen configs as knobs (docs/compile-seed.md); needs a GPU, or "
                                        "--compiler-recording; none: on a GPU, unless --sweep")
-    compiler_recording: str | None = Field(None, description="a folder written by scripts/record_inductor.py to take "
+    compiler_recording: str | None = Field(None, description="a folder written by workers/harness/record_inductor.py to take "
                                            "Inductor's kernels from, instead of compiling the problem now (implies "
                                            "--compiler-seed)")
     llm: str | None = Field(None, description="litellm model string (openai/NAME for an OpenAI-compatible server, "

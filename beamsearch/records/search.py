@@ -1,5 +1,5 @@
 """What the offline optimiser searches and learns, as plain data: a kernel's joint knob space and a
-searcher's state. Shared data: the driver's resume point (``beamsearch.state``) holds it, and the
+searcher's state. Shared data: the driver's resume point (``beamsearch.records.state``) holds it, and the
 proposers (``workers.proposers.knob_space``, ``workers.proposers.searcher``) build and use it."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from beamsearch.schema import Record
+from beamsearch.records.schema import Record
 
 Strategy = Literal["exhaustive", "tpe", "hybrid", "random", "coordinate"]
 
