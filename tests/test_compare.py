@@ -131,16 +131,6 @@ def test_snapshot_names_replaced_functions_not_new_ones(monkeypatch) -> None:
     assert work.left_running() == []
 
 
-def test_the_check_cost_probe_times_each_step_on_the_cpu(capsys) -> None:
-    """``scripts/check_cost.py`` (a GPU probe of what the checks cost at full size) runs its steps on the CPU."""
-    from scripts.check_cost import main
-
-    assert main(["--problem", "26_GELU_", "--device", "cpu", "--shapes", "small", "--repeat", "1"]) == 0
-    out = capsys.readouterr().out
-    assert "26_GELU_ on cpu" in out
-    assert [line.split()[0] for line in out.splitlines()[1:]] == ["inputs", "reference", "snapshot", "inputs", "compare"]
-
-
 # Outputs with every kind of element the rule tells apart: a few bad ones planted in random values,
 # infinities and NaN on both sides, zeros near atol, a run of unwritten (poisoned) elements, a length
 # that leaves the last program part empty.

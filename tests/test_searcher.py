@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from scripts.searcher_bench import MODELS, optimum_ms
+from tests.searcher_models import MODELS, optimum_ms
 from workers.proposers.knob_space import DotTile, KnobDim, KnobSpace, over_limits, points_within_limits
 from workers.proposers.searcher import (
     Searcher,
@@ -242,18 +242,6 @@ def test_suggested_points_of_a_real_kernel_verify_under_the_interpreter(tmp_path
         assert verdict.passed, f"{describe(space, point)}: {verdict.status}: {verdict.reason}"
         searcher.observe(point, 1.0 + i)
     assert searcher.best()[0]["_depthwise_conv2d_kernel:grid_swap"] == 1
-
-
-def test_the_gpu_scripts_plumbing_runs_on_the_cpu() -> None:
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[1]
-    done = subprocess.run([sys.executable, "-m", "scripts.searcher_gpu", "--smoke", "--seeds", "1", "--kernels", "matmul"],
-                          cwd=root, capture_output=True, text=True, timeout=600)  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "== matmul: joint space" in done.stdout and "| hybrid | " in done.stdout
 
 
 STAGED = KnobSpace(dims=[

@@ -1,6 +1,8 @@
-"""Benchmark (not a test): the searcher's strategies on synthetic cost models of real kernel shapes.
+"""Synthetic cost models of real kernel shapes, each with a known optimum: the searcher's tests search
+them (tests/test_searcher.py), and run as a module they compare the searcher's strategies (the
+measurement in docs/optimiser.md; a benchmark, not a test).
 
-    python -m scripts.searcher_bench [--seeds 10] [--budget 200] [--batch 8] [--json out.json]
+    python -m tests.searcher_models [--seeds 10] [--budget 200] [--batch 8] [--json out.json]
 
 Each model is a deterministic function of the knobs with a known optimum (found by enumerating the
 space), shaped like a kind of kernel: a bowl in log2 of each block size, an interaction of warps and
@@ -176,7 +178,9 @@ def run(model: Model, strategy: str, seed: int, budget: int, batch: int, optimum
 
 def main() -> None:
     parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="python -m tests.searcher_models",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--budget", type=int, default=200, help="evaluations per search at most")
