@@ -7,6 +7,12 @@
 # a run cut short keeps a consistent trace that `--resume` continues. Publish a finished run into
 # artifacts/ with: python -m beamsearch.publish RUN_DIR [--force]
 set -u
+usage() {
+  echo "usage: [LIMIT_S=520] [OUT=/tmp/out] bash scripts/gpu_search.sh per-gpu|all-gpus \"PROBLEM ...\" [ROUNDS] [WORKERS]"
+  sed -n '2,8s/^# \{0,1\}//p' "$0"
+}
+case "${1:-}" in -h|--help) usage; exit 0 ;; esac
+if [ $# -lt 2 ]; then usage >&2; exit 2; fi
 MODE=$1; PROBLEMS=$2; ROUNDS=${3:-8}; WORKERS=${4:-4}; LIMIT_S=${LIMIT_S:-520}
 OUT=${OUT:-/tmp/out}; RUNS=$OUT/runs; mkdir -p "$RUNS"
 nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader > "$RUNS/gpus-$MODE.txt"

@@ -13,6 +13,7 @@ answers 503 on connections kept alive), so the run meets a model lost mid-run. A
 
 from __future__ import annotations
 
+import argparse
 import itertools
 import json
 import os
@@ -97,8 +98,10 @@ def run_shown(cmd: list[str]) -> int:
     return done.returncode
 
 
-def main() -> int:
-    out = Path(sys.argv[1]).resolve()
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("out", metavar="OUT_DIR", type=Path, help="folder the search writes into (OUT_DIR/run)")
+    out = parser.parse_args(argv).out.resolve()
     box: list[ScriptedLLMServer] = []
     server = ScriptedLLMServer()
     box.append(server)

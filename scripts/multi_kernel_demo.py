@@ -13,6 +13,7 @@ comment. Later rewrites are a single new kernel.
 
 from __future__ import annotations
 
+import argparse
 import itertools
 import json
 import sys
@@ -74,8 +75,10 @@ def model():
     return choose
 
 
-def main() -> int:
-    out = Path(sys.argv[1]).resolve()
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("out", metavar="OUT_DIR", type=Path, help="folder the search writes into (OUT_DIR/run)")
+    out = parser.parse_args(argv).out.resolve()
     with ScriptedLLMServer(default=Respond(model())) as server:
         cmd = [sys.executable, "-m", "beamsearch.run", "--problem", str(PROBLEM), "--kernel",
                str(ROOT / "tests/data/search/input_kernel.py"), "--out", str(out / "run"), "--rounds", "2",

@@ -13,6 +13,12 @@
 # --budget-minutes for the final re-timing, about 25 s on a GPU, or the search writes no final kernel).
 # Writes OUT_DIR/<problem>/ (the run), <problem>.log, <problem>.bench.json and OUT_DIR/replays.txt.
 set -u
+usage() {
+  echo "usage: [LIMIT_S=400] [RUN_ARGS=...] bash scripts/replay_kernelagent.sh KA_DIR OUT_DIR [PROBLEM ...]"
+  sed -n '2,14s/^# \{0,1\}//p' "$0"
+}
+case "${1:-}" in -h|--help) usage; exit 0 ;; esac
+if [ $# -lt 2 ]; then usage >&2; exit 2; fi
 KA=$1; OUT=$2; shift 2
 PROBLEMS=${*:-04_Matrix_vector_multiplication 36_RMSNorm 43_Max_Pooling_3D \
 82_conv_depthwise_2D_square_input_square_kernel \
