@@ -18,8 +18,11 @@ becomes a task of its own (``Handback``), in the same round while it has places,
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from beamsearch.beam import (
@@ -193,6 +196,9 @@ class Driver:
     # ------------------------------------------------------------------------------------------- rounds
     def run_rounds(self) -> None:
         config = self.state.config
+        if self.state.setup_s is None and self.state.round == 0:  # the start is done: what the budget leaves out
+            self.state = self.state.model_copy(update={"setup_s": self._elapsed()})
+            self.display.event("setup", setup_s=round(self.state.setup_s, 1), budget_minutes=config.minutes_budget())
         self.stop_reason = f"{config.rounds} rounds done"
         for round_ in range(self.state.round + 1, config.rounds + 1):
             if spent := self._budget_spent():
@@ -204,17 +210,23 @@ class Driver:
         self.display.event("stop", after_round=self.state.round, reason=self.stop_reason)
 
     def _budget_spent(self) -> str:
-        """Why the run's budget allows no further round; empty while it does."""
+        """Why the run's budget allows no further round; empty while it does. The minutes are the rounds' own:
+        the start (baselines, a minute of compiler seed) would otherwise spend a short budget before any
+        candidate, and more so with several searches sharing a GPU."""
         config = self.state.config
         minutes = config.minutes_budget()
-        if minutes is not None and self._elapsed() >= 60 * minutes:
-            return f"the budget of {minutes:g} minutes is spent ({self._elapsed() / 60:.1f} min)"
+        if minutes is not None and self._search_s() >= 60 * minutes:
+            return f"the budget of {minutes:g} minutes of search is spent ({self._search_s() / 60:.1f} min in rounds)"
         if config.budget_candidates is not None and self._candidates() >= config.budget_candidates:
             return f"the budget of {config.budget_candidates} candidates is spent"
         return ""
 
     def _candidates(self) -> int:
         return sum(r.tasks for r in self.state.rounds)
+
+    def _search_s(self) -> float:
+        """Seconds the rounds took, what ``--budget-minutes`` counts (a round cut short and resumed: its last session)."""
+        return sum(r.wall_s for r in self.state.rounds)
 
     def _optimiser(self, per_round: int) -> Optimiser:
         """The optimiser, from the saved state: it plans every candidate of an offline round, and tunes a
@@ -414,6 +426,13 @@ class Driver:
         if not_tried:
             self.display.event("not_tried", kernels=not_tried, reason="the run ended before they had a place")
         floor_pct = 100.0 * state.floor.floor_ms / best_ms if state.floor and best_ms else None
+        seed = seed_outcome(self.trace.out, state.config, state.spec.device)
+        slower = best_ms > bar.median_ms if bar and best_ms and bar.median_ms else None
+        why = loss_reason(best, seed, state) if slower else ""
+        warnings = [] if self._candidates() else [f"the search tried no candidate ({self.stop_reason}): the result is a "
+                                            "starting kernel"]  # fmt: skip
+        for warning in warnings:
+            self.display.event("no_candidate", warning=warning)
         summary = Summary(
             problem=self.problem, config=state.config, spec=state.spec, versions=self.versions, gpu_name=state.gpu_name,
             baselines=state.baselines, input_ms=input_ms, floor=state.floor, rounds=state.rounds, final_retime=retimed,
@@ -425,7 +444,9 @@ class Driver:
             candidates=sum(r.tasks for r in state.rounds), candidates_ok=sum(r.ok for r in state.rounds),
             tokens=sum(r.tokens for r in state.rounds), cost_usd=sum(r.cost_usd for r in state.rounds),
             wall_s=self._elapsed(), gpu_measure_s=sum(r.gpu_measure_s for r in state.rounds),
-            stop_reason=self.stop_reason, not_tried=not_tried,
+            stop_reason=self.stop_reason, not_tried=not_tried, setup_s=state.setup_s, search_s=self._search_s(),
+            compiler_seed=seed.said if seed else "", slower_than_best_baseline=slower, loss_reason=why,
+            warnings=warnings,
         )  # fmt: skip
         self.trace.write_final(summary, best.kernel.source if best else None)
         self.display.finish(summary)
@@ -479,6 +500,83 @@ def best_baseline(baselines: list[Baseline], device: str) -> Baseline | None:
     times mean nothing beside PyTorch's native ones)."""
     timed = [b for b in baselines if b.median_ms is not None] if device.startswith("cuda") else []
     return min(timed, key=lambda b: b.median_ms, default=None)
+
+
+SEED_NOT_KEPT = "slower than the input: not kept"  # the compiler_seed event's status for a seed the beam did not keep
+SEED_WORKING = ("reading", "compiling")  # compiler_seed events before its outcome
+
+
+@dataclass(frozen=True)
+class SeedOutcome:
+    """What became of the compiler seed, as its last ``compiler_seed`` event said, or that the run left it out."""
+
+    status: str  # "in the beam", SEED_NOT_KEPT, "unavailable", a candidate's status, "left out"
+    reason: str = ""
+    median_ms: float | None = None
+
+    @property
+    def said(self) -> str:
+        ms = f" at {self.median_ms:.4g} ms" if self.median_ms else ""
+        return f"{self.status}{ms}" + (f": {self.reason}" if self.reason else "")
+
+
+def seed_outcome(out: Path, config: SearchConfig, device: str) -> SeedOutcome | None:
+    """The compiler seed's outcome: left out by the run's options, else the last event of its own in the run's
+    ``events.jsonl`` (over every session of a resumed run); None where none was recorded."""
+    if not config.wants_compiler_seed(device):
+        why = ("--no-compiler-seed" if config.compiler_seed is False else "a sweep stays on the starting kernel's "
+               "space" if config.sweep else "on the CPU it needs --compiler-recording")  # fmt: skip
+        return SeedOutcome("left out", why)
+    found = None
+    with contextlib.suppress(OSError):
+        for line in (out / "events.jsonl").read_text().splitlines():
+            with contextlib.suppress(ValueError):
+                event = json.loads(line)
+                if event.get("event") == "compiler_seed" and event.get("status") not in SEED_WORKING:
+                    found = SeedOutcome(str(event.get("status")), str(event.get("reason") or ""), event.get("median_ms"))
+    return found
+
+
+def loss_reason(best: BeamEntry | None, seed: SeedOutcome | None, state: BeamState) -> str:
+    """Why a result is slower than the best baseline, as far as the run knows: what kept the compiler seed
+    (max-autotune's own kernels) out, and what the search found or could not find."""
+    reasons = []
+    if seed is not None and seed.status == "unavailable":
+        reasons.append(_seed_unavailable_why(seed.reason))
+    elif seed is not None and seed.status == "left out":
+        reasons.append(f"the run left out the compiler seed, torch.compile's own kernels ({seed.reason})")
+    elif seed is not None and seed.status not in ("in the beam", SEED_NOT_KEPT):
+        reasons.append(f"the compiler seed failed ({seed.status}: {seed.reason[:200]})")
+    if best is None:
+        pass
+    elif best.id == "input":
+        reasons.append("no candidate beat the input kernel")
+    elif best.id == COMPILER_SEED_ID or _searched_from(best, state) == COMPILER_SEED_ID:
+        reasons.append("the knob search tied the compiler seed: no configuration of max-autotune's own kernels, "
+                       "run standalone, beat them")  # fmt: skip
+    elif not state.config.proposing:
+        reasons.append("no structural move found: the offline optimiser tunes knobs (block sizes, warps, stages, "
+                       "grid order), not the algorithm")  # fmt: skip
+    else:
+        reasons.append("the model's rewrites found no faster structure")
+    return "; ".join(reasons)
+
+
+def _seed_unavailable_why(reason: str) -> str:
+    text = reason.lower()
+    if "extern" in text or "cublas" in text or "cudnn" in text:
+        why = "the best baseline calls a vendor library (cuBLAS/cuDNN): Inductor's code calls extern kernels"
+    elif "no triton template" in text:
+        why = "the best baseline calls a vendor library: Inductor has no Triton template for this problem"
+    else:
+        return f"the compiler seed was unavailable ({reason[:200]}), so the search started from the input kernel alone"
+    return f"{why}, so there is no compiler seed to start from ({reason[:200]})"
+
+
+def _searched_from(entry: BeamEntry, state: BeamState) -> str | None:
+    """The id of the kernel whose knob space ``entry`` is a point of (an optimiser's variant), else None."""
+    search = state.optimiser.searches.get(entry.kernel.parent_hash or "")
+    return search.root_id if search else None
 
 
 def _same_task(task: Task | None, result: TaskResult) -> bool:

@@ -26,9 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from beamsearch.convergence import Convergence, plot_convergence
+from beamsearch.display import result_line
 from beamsearch.optimiser import PER_WORKER
 from beamsearch.records.problems import ARTIFACTS_DIR, ProblemNotFound, resolve_problem
-from beamsearch.records.state import BeamState, RoundRecord, Summary, TaskResult
+from beamsearch.records.state import BeamState, FinalTiming, RoundRecord, Summary, TaskResult
 from beamsearch.records.trace_archive import TRACE_ARCHIVE, unpacked_trace
 from beamsearch.trace import (
     BEST_KERNEL_FILE,
@@ -263,15 +264,28 @@ def _safe(section, run: Run) -> str:
 
 def header_text(run: Run) -> str:
     out = [md_table(TABLE_HEAD, [row_cells(run)]), "", environment_line(run) + ".", "", _config_line(run)]
+    if run.summary:
+        out = [result_text(run.summary), "", *out]
     if run.on_cpu:
         out += ["", "CPU run: kernels ran in Triton's interpreter, so these times say nothing about GPU speed "
                 "(no floor; ratios against PyTorch not shown)."]  # fmt: skip
     return "\n".join(out)
 
 
+def result_text(s: Summary) -> str:
+    """The result first, as the console says it (``display.result_line``): its ratio to the best baseline and
+    share of the floor, and a loss to the best baseline with its reason; then what the reader must not miss."""
+    line = result_line(s).removeprefix("result: ")
+    out = [f"**Result:** {line}."]
+    return "\n".join(out + [f"\n**Warning:** {w}." for w in s.warnings])
+
+
 def _config_line(run: Run) -> str:
     c = (run.summary or run.state).config
     stopped = f" Stopped: {run.summary.stop_reason}." if run.summary and run.summary.stop_reason else ""
+    if run.summary and run.summary.search_s is not None:
+        setup = f"setup {run.summary.setup_s / 60:.1f} min, " if run.summary.setup_s is not None else ""
+        stopped += f" Time: {setup}search {run.summary.search_s / 60:.1f} min, {run.summary.wall_s / 60:.1f} min in all."
     if c.proposing:
         proposer = f"LLM `{c.llm}`" if c.llm else f"replay of `{c.replay}`"
         return (f"Search: {proposer}, beam width {c.beam_width}, {c.directions} directions per parent, "
@@ -343,12 +357,18 @@ def best_round_text(run: Run) -> str:
     if run.summary and run.summary.final_retime:
         lines += ["", "The beam and the input re-timed side by side at the end (the best is chosen here, among "
                   "re-timings that passed; one that failed a check was timed again alone):", "",
-                  md_table(("kernel", "median ms", "status", "first re-timing failed"),
-                           [[f"`{t.id}`", fmt_ms(t.median_ms), t.outcome, t.retried_alone_after or "-"]
+                  md_table(("kernel", "median ms", "passes ms", "status", "first re-timing failed"),
+                           [[f"`{t.id}`", fmt_ms(t.median_ms), _passes(t), t.outcome, t.retried_alone_after or "-"]
                             for t in run.summary.final_retime])]  # fmt: skip
         notes = [t.note for t in run.summary.final_retime if t.note]
         lines += ["", *[f"- {note}" for note in notes]] if notes else []
     return "\n".join(lines)
+
+
+def _passes(t: FinalTiming) -> str:
+    """Each passing re-timing's median, and by how much they disagree where that is more than noise."""
+    each = " / ".join(fmt_ms(m) for m in t.medians_ms) or "-"
+    return each + (f" (disagree by {100 * t.spread:.0f} %)" if t.disagree and t.spread is not None else "")
 
 
 def _candidate_dir(run: Run, cand_id: str) -> Path | None:

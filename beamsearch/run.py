@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     if config.llm:
         _preflight(config)
     trace = TraceWriter(out or new_run_dir(problem.name))
-    print(f"run folder: {trace.out}", file=sys.stderr)
+    _say(f"run folder: {trace.out}", config.quiet)
 
     import ray
 
@@ -208,8 +208,21 @@ def _search(config: SearchConfig, previous: BeamState | None, kernel: Kernel | N
         write_report(trace.out)
     except OSError as e:  # the search's own results are written; a report can be made later
         print(f"warning: no report ({e}); make it with: python -m beamsearch.report {trace.out}", file=sys.stderr)
-    print(f"results in {trace.out}; publish them with: python -m beamsearch.publish {trace.out}", file=sys.stderr)
+    _say(results_line(trace.out, spec), config.quiet)
     return 0 if summary.best_id else 1
+
+
+def results_line(out: Path, spec: RunSpec) -> str:
+    """Where the results are; publishing into artifacts/ is suggested only for what it holds: GPU runs at full shapes."""
+    if spec.device.startswith("cuda") and spec.shapes == "full":
+        return f"results in {out}; publish them with: python -m beamsearch.publish {out}"
+    why = "Triton's interpreter on the CPU" if not spec.device.startswith("cuda") else f"{spec.shapes} shapes"
+    return f"results in {out} (its report: {out / 'README.md'}); a run of {why}, not one to publish into artifacts/"
+
+
+def _say(line: str, quiet: bool) -> None:
+    """A line for the person running the search: on stdout, or on stderr in --quiet, whose stdout is JSON lines."""
+    print(line, file=sys.stderr if quiet else sys.stdout, flush=True)
 
 
 def _where_to_go_on(trace: TraceWriter) -> str:

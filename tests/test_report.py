@@ -261,13 +261,50 @@ def test_input_stayed_the_best(tmp_path) -> None:
 
 
 def test_a_gpu_runs_summary_leads_with_the_best_baseline(tmp_path) -> None:
-    """The bar users compare with comes first: the console's summary table and the plot's title name the
-    fastest PyTorch baseline and the best kernel's ratio to it (torch.compile here, 3.4 ms)."""
-    from beamsearch.display import _summary_table
+    """The bar users compare with comes first: the console's result line, the report and the plot's title name
+    the fastest PyTorch baseline and the best kernel's ratio to it (torch.compile here, 3.4 ms)."""
+    from beamsearch.display import result_line
 
     s = record_run(tmp_path / PROBLEM).model_copy(
         update={"best_baseline": "compile", "speedup_vs_best_baseline": 3.4 / 1.61})
-    assert "2.11x the best PyTorch baseline (compile)" in str(_summary_table(s).title)
+    assert result_line(s).startswith("result: r3-t0 at 1.610 ms: 2.11x faster than the best baseline (compile, "
+                                     "3.400 ms), 110 % of the physical floor (1.768 ms, memory-bound), 1.57x the "
+                                     "input kernel (2.520 ms)")  # fmt: skip
     (tmp_path / PROBLEM / "summary.json").write_text(s.model_dump_json())
     title = rep.convergence(rep.load_run(tmp_path / PROBLEM)).title.splitlines()[-1]
     assert title.startswith("best 1.610 ms, 2.11x vs compile (the best baseline)"), title
+
+
+def test_the_readme_leads_with_the_result_and_says_a_loss_and_why(tmp_path) -> None:
+    """Issue 46 §3: a result slower than the best baseline says so in the report, with the reason the run knows;
+    the re-timing's passes are shown, and where they disagree, by how much."""
+    folder = tmp_path / PROBLEM
+    s = record_run(folder)
+    why = "the best baseline calls a vendor library (cuBLAS/cuDNN): Inductor's code calls extern kernels"
+    lost = s.model_copy(update={
+        "baselines": [*s.baselines, Baseline(label="compile-max-autotune", target="compile-max-autotune",
+                                             median_ms=1.3, status="ok")],
+        "best_baseline": "compile-max-autotune", "speedup_vs_best_baseline": 1.3 / 1.61,
+        "slower_than_best_baseline": True, "loss_reason": why, "setup_s": 66.0, "search_s": 540.0,
+        "final_retime": [FinalTiming(id="r3-t0", median_ms=1.61, status="ok", medians_ms=[1.60, 1.61, 1.62]),
+                         FinalTiming(id="input", median_ms=2.52, status="ok", medians_ms=[2.5, 3.7, 2.52])],
+    })  # fmt: skip
+    (folder / "summary.json").write_text(lost.model_dump_json())
+    text = rep.write_report(folder).read_text()
+    section = text.split("## Beam search results", 1)[1]
+    first = next(line for line in section.splitlines() if line and not line.startswith("_"))
+    assert first.startswith("**Result:** r3-t0 at 1.610 ms: SLOWER than the best baseline (compile-max-autotune, "
+                            "1.300 ms): 0.81x its speed")  # fmt: skip
+    assert f"Why slower: {why}." in first
+    assert "Time: setup 1.1 min, search 9.0 min, 12.0 min in all." in text
+    assert "| `input` | 2.520 | 2.500 / 3.700 / 2.520 (disagree by 48 %) | ok | - |" in text
+    assert "| `r3-t0` | 1.610 | 1.600 / 1.610 / 1.620 | ok | - |" in text
+
+
+def test_a_run_that_tried_nothing_warns_in_its_report(tmp_path) -> None:
+    folder = tmp_path / PROBLEM
+    s = record_run(folder)
+    warned = s.model_copy(update={"warnings": ["the search tried no candidate (rounds done): the result is a starting kernel"]})
+    (folder / "summary.json").write_text(warned.model_dump_json())
+    text = rep.write_report(folder).read_text()
+    assert "**Warning:** the search tried no candidate (rounds done): the result is a starting kernel." in text

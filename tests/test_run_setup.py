@@ -204,3 +204,184 @@ def test_a_run_resumed_in_round_0_gets_the_seed_it_had_not_measured(round_, seed
     driver.resume_with(config.model_copy(update={"rounds": 9}))
     assert driver.state.config.rounds == 9 and calls == ["device_facts", *(["seed"] if added else [])]
     assert driver.state.shared_bytes == 232448
+
+
+# ----------------------------------------------------------------------------------------- issue 48: the budget
+
+
+def _budget_driver(tmp_path, *, elapsed_s: float, round_walls: list[float], **config: object) -> Driver:
+    from beamsearch.records.schema import RunSpec
+    from beamsearch.records.state import BeamState, RoundRecord
+
+    spec = RunSpec(problem_path=str(tmp_path / "problem.py"), device="cuda", dtype="bf16", shapes="full")
+    rounds = [RoundRecord(round=i + 1, tasks=4, ok=4, failed=0, wall_s=w) for i, w in enumerate(round_walls)]
+    state = BeamState(config=SearchConfig(problem="p", **config), problem="p", spec=spec, round=len(rounds),
+                      rounds=rounds, elapsed_s=elapsed_s)  # fmt: skip
+    driver = Driver.__new__(Driver)
+    events: list[tuple[str, dict]] = []
+    driver.state, driver.trace, driver.session_start = state, TraceWriter(tmp_path), __import__("time").time()
+    driver.display = SimpleNamespace(event=lambda kind, **data: events.append((kind, data)), events=events)
+    return driver
+
+
+def test_the_minutes_budget_counts_the_rounds_not_the_setup(tmp_path) -> None:
+    """Issue 48: with --budget-minutes 3, setup (baselines, a minute of compiler seed, three searches on one GPU)
+    spent the budget, and eight of nine runs tried no candidate."""
+    setup_heavy = _budget_driver(tmp_path, elapsed_s=200.0, round_walls=[], budget_minutes=3.0)
+    assert setup_heavy._budget_spent() == ""
+    searched = _budget_driver(tmp_path, elapsed_s=400.0, round_walls=[100.0, 90.0], budget_minutes=3.0)
+    assert searched._budget_spent() == "the budget of 3 minutes of search is spent (3.2 min in rounds)"
+
+
+def test_the_start_says_how_long_setup_took_and_keeps_it(tmp_path) -> None:
+    driver = _budget_driver(tmp_path, elapsed_s=72.0, round_walls=[], budget_minutes=3.0)
+    driver.run_round = lambda round_: False  # every space exhausted at once
+    driver.run_rounds()
+    kinds = [kind for kind, _ in driver.display.events]
+    assert kinds == ["setup", "stop"] and driver.state.setup_s == pytest.approx(72.0, abs=1.0)
+    assert driver.display.events[0][1]["budget_minutes"] == 3.0
+    assert driver.display.events[1][1]["reason"] == "every knob space is exhausted: no new candidate to try"
+
+
+# ----------------------------------------------------------------------------------------- issue 46 §3: the loss
+
+
+def _seed_events(out, *events: dict) -> None:
+    import json
+
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+
+
+def test_the_seeds_outcome_is_its_last_event_or_the_option_that_left_it_out(tmp_path) -> None:
+    from beamsearch.driver import SeedOutcome, seed_outcome
+
+    gpu = SearchConfig(problem="p")
+    assert seed_outcome(tmp_path, gpu, "cuda") is None  # no event recorded
+    _seed_events(tmp_path, {"event": "compiler_seed", "status": "compiling"},
+                 {"event": "compiler_seed", "status": "unavailable", "reason": "extern kernels (convolution)"},
+                 {"event": "baseline", "status": "ok"})  # fmt: skip
+    assert seed_outcome(tmp_path, gpu, "cuda") == SeedOutcome("unavailable", "extern kernels (convolution)")
+    off = seed_outcome(tmp_path, SearchConfig(problem="p", compiler_seed=False), "cuda")
+    assert off == SeedOutcome("left out", "--no-compiler-seed") and off.said == "left out: --no-compiler-seed"
+    assert seed_outcome(tmp_path, SearchConfig(problem="p"), "cpu").reason == "on the CPU it needs --compiler-recording"
+
+
+@pytest.mark.parametrize(("seed", "best_id", "proposing", "expected"), [
+    (("unavailable", "Inductor's call() runs PyTorch operators or extern kernels (extern_kernels.convolution)"),
+     "r4-t1", False, "the best baseline calls a vendor library (cuBLAS/cuDNN): Inductor's code calls extern kernels, "
+     "so there is no compiler seed to start from (Inductor's call() runs PyTorch operators or extern kernels "
+     "(extern_kernels.convolution)); no structural move found: the offline optimiser tunes knobs (block sizes, warps, "
+     "stages, grid order), not the algorithm"),
+    (("unavailable", "Inductor has no Triton template for a GEMM or convolution of this problem"), "input", False,
+     "the best baseline calls a vendor library: Inductor has no Triton template for this problem, so there is no "
+     "compiler seed to start from (Inductor has no Triton template for a GEMM or convolution of this problem); no "
+     "candidate beat the input kernel"),
+    (("in the beam", ""), "compiler-seed", False, "the knob search tied the compiler seed: no configuration of "
+     "max-autotune's own kernels, run standalone, beat them"),
+    (("left out", "--no-compiler-seed"), "r2-t0", True, "the run left out the compiler seed, torch.compile's own "
+     "kernels (--no-compiler-seed); the model's rewrites found no faster structure"),
+])  # fmt: skip
+def test_a_loss_to_the_best_baseline_says_why_where_the_run_knows(seed, best_id, proposing, expected, tmp_path) -> None:
+    from beamsearch.driver import SeedOutcome, loss_reason
+    from beamsearch.records.schema import RunSpec
+    from beamsearch.records.state import BeamEntry, BeamState
+
+    config = SearchConfig(problem="p", llm="openai/m" if proposing else None)
+    state = BeamState(config=config, problem="p", spec=RunSpec(problem_path="/p/problem.py", device="cuda", shapes="full"))
+    best = BeamEntry(id=best_id, kernel=Kernel(source="# k\n", origin="tuner"), ranked_ms=1.0, round=1)
+    assert loss_reason(best, SeedOutcome(*seed), state) == expected
+
+
+def test_a_knob_variant_of_the_seed_that_loses_says_the_search_tied_it() -> None:
+    from beamsearch.driver import SeedOutcome, loss_reason
+    from beamsearch.records.schema import RunSpec
+    from beamsearch.records.search import KnobSpace, SearcherState
+    from beamsearch.records.state import BeamEntry, BeamState, OptimiserState, SpaceSearch
+
+    seed = Kernel(source="# the seed\n", origin="compiler")
+    search = SpaceSearch.model_construct(root_id="compiler-seed", root=seed, space=KnobSpace.model_construct(),
+                                         searcher=SearcherState.model_construct())  # fmt: skip
+    state = BeamState(config=SearchConfig(problem="p"), problem="p",
+                      spec=RunSpec(problem_path="/p/problem.py", device="cuda", shapes="full"),
+                      optimiser=OptimiserState.model_construct(searches={seed.hash: search}, outcomes={}, compiled={}))  # fmt: skip
+    variant = BeamEntry(id="r2-t3", kernel=Kernel(source="# v\n", origin="tuner", parent_hash=seed.hash), ranked_ms=1.0,
+                        round=2)  # fmt: skip
+    assert loss_reason(variant, SeedOutcome("in the beam"), state).startswith("the knob search tied the compiler seed")
+
+
+class _FinalPool:
+    """The pool at the end: the re-timing answered as given."""
+
+    def __init__(self, timings) -> None:
+        self.timings = timings
+
+    def call(self, method: str, *args: object):
+        assert method == "retime"
+        return self.timings
+
+
+def test_a_result_slower_than_the_best_baseline_is_said_in_the_summary(tmp_path) -> None:
+    import json
+
+    from beamsearch.display import Display
+    from beamsearch.records.schema import RunSpec
+    from beamsearch.records.state import Baseline, BeamEntry, BeamState, FinalTiming, RoundRecord, Summary
+
+    out = tmp_path / "run"
+    _seed_events(out, {"event": "compiler_seed", "status": "unavailable", "reason": "extern kernels (convolution)"})
+    kernel = Kernel(source="# k\n", origin="tuner")
+    best = BeamEntry(id="r4-t1", kernel=kernel, ranked_ms=5.5, round=4)
+    start = BeamEntry(id="input", kernel=Kernel(source="# input\n", origin="input"), ranked_ms=21.9, round=0)
+    state = BeamState(config=SearchConfig(problem="p"), problem="p", round=4, beam=[best], input=start,
+                      spec=RunSpec(problem_path="/p/problem.py", device="cuda", shapes="full"), setup_s=70.0,
+                      baselines=[Baseline(label="compile-max-autotune", target="compile-max-autotune", median_ms=1.3,
+                                          status="ok")],
+                      rounds=[RoundRecord(round=1, tasks=8, ok=8, failed=0, wall_s=60.0)])  # fmt: skip
+    timings = [FinalTiming(id="r4-t1", median_ms=5.5, status="ok", medians_ms=[5.5, 5.5, 5.6]),
+               FinalTiming(id="input", median_ms=21.9, status="ok", medians_ms=[21.9, 21.8, 22.0])]  # fmt: skip
+    events: list[dict] = []
+    driver = Driver(state, _FinalPool(timings), TraceWriter(out), Display(True, events.append), "p", {})
+    driver.stop_reason = "8 rounds done"
+    summary = driver.finish()
+    saved = Summary.model_validate_json((out / "summary.json").read_text())
+    assert saved.slower_than_best_baseline is True and saved.loss_reason.startswith("the best baseline calls a vendor")
+    assert saved.compiler_seed == "unavailable: extern kernels (convolution)"
+    assert (saved.setup_s, saved.search_s, saved.warnings) == (70.0, 60.0, [])
+    finish = next(e for e in events if e["event"] == "finish")
+    assert finish["slower_than_best_baseline"] is True and finish["loss_reason"] == summary.loss_reason
+    old = json.loads((out / "summary.json").read_text())
+    for key in ("setup_s", "search_s", "compiler_seed", "slower_than_best_baseline", "loss_reason", "warnings"):
+        del old[key]
+    assert Summary.model_validate(old).slower_than_best_baseline is None  # an older summary still loads
+
+
+def test_a_search_that_tried_nothing_says_so_loudly(tmp_path) -> None:
+    from beamsearch.display import Display
+    from beamsearch.records.schema import RunSpec
+    from beamsearch.records.state import BeamEntry, BeamState, FinalTiming
+
+    start = BeamEntry(id="input", kernel=Kernel(source="# input\n", origin="input"), ranked_ms=2.0, round=0)
+    state = BeamState(config=SearchConfig(problem="p"), problem="p", beam=[start], input=start,
+                      spec=RunSpec(problem_path="/p/problem.py", device="cpu", shapes="small"))  # fmt: skip
+    events: list[dict] = []
+    pool = _FinalPool([FinalTiming(id="input", median_ms=2.0, status="ok", medians_ms=[2.0, 2.0, 2.0])])
+    driver = Driver(state, pool, TraceWriter(tmp_path / "run"), Display(True, events.append), "p", {})
+    driver.stop_reason = "every knob space is exhausted: no new candidate to try"
+    summary = driver.finish()
+    assert summary.warnings == ["the search tried no candidate (every knob space is exhausted: no new candidate to "
+                                "try): the result is a starting kernel"]  # fmt: skip
+    assert [e["warning"] for e in events if e["event"] == "no_candidate"] == summary.warnings
+    assert summary.slower_than_best_baseline is None  # a CPU run has no bar
+
+
+def test_only_a_gpu_run_at_full_shapes_is_offered_for_publishing(tmp_path) -> None:
+    from beamsearch.records.schema import RunSpec
+    from beamsearch.run import results_line
+
+    gpu = results_line(tmp_path, RunSpec(problem_path="/p/problem.py", device="cuda", shapes="full"))
+    assert gpu == f"results in {tmp_path}; publish them with: python -m beamsearch.publish {tmp_path}"
+    cpu = results_line(tmp_path, RunSpec(problem_path="/p/problem.py", device="cpu", shapes="small"))
+    assert "publish" not in cpu.replace("not one to publish", "") and "Triton's interpreter on the CPU" in cpu
+    small = results_line(tmp_path, RunSpec(problem_path="/p/problem.py", device="cuda", shapes="small"))
+    assert "beamsearch.publish" not in small and "small shapes" in small

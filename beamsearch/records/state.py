@@ -279,7 +279,13 @@ class BeamState(Record):
                                      "(DeviceFacts); None on the CPU")  # fmt: skip
     started_at: float = 0.0
     elapsed_s: float = Field(0.0, description="wall seconds over all sessions of the run")
+    setup_s: float | None = Field(None, description="of elapsed_s, the seconds before round 1 (the start's "
+                                  "measurements, baselines and compiler seed), which --budget-minutes does not count")
 
+
+# Re-timings of one kernel further apart than this (of the fastest) are shown, each one, where the result is said:
+# the interpreter's and a busy GPU's times wander by more than an honest headline hides.
+PASSES_DISAGREE = 0.10
 
 FinalStatus = Literal[
     "ok",  # a re-timing passed (alone, after any failure): the finalist has a time and can be crowned
@@ -331,6 +337,18 @@ class FinalTiming(Record):
         """The status with its reason, as one line for tables and notes."""
         return f"{self.status}: {self.reason}" if self.reason else self.status
 
+    @property
+    def spread(self) -> float | None:
+        """How far the passing re-timings are apart: (slowest - fastest) / fastest; None with fewer than two."""
+        if len(self.medians_ms) < 2 or min(self.medians_ms) <= 0:
+            return None
+        return (max(self.medians_ms) - min(self.medians_ms)) / min(self.medians_ms)
+
+    @property
+    def disagree(self) -> bool:
+        """The passes disagree by more than noise (``PASSES_DISAGREE``): the reader is shown each one."""
+        return self.spread is not None and self.spread > PASSES_DISAGREE
+
 
 class Summary(Record):
     problem: str
@@ -361,4 +379,14 @@ class Summary(Record):
     wall_s: float
     gpu_measure_s: float
     stop_reason: str = Field("", description="why the search stopped: its rounds, its budget, or no candidate left")
+    setup_s: float | None = Field(None, description="seconds before round 1 (the starting kernel, the baselines, the "
+                                  "compiler seed): not counted by --budget-minutes; None in older summaries")
+    search_s: float | None = Field(None, description="seconds of the rounds: what --budget-minutes counts")
+    compiler_seed: str = Field("", description="what became of the compiler seed: kept, not kept, unavailable and "
+                               "why, or left out; empty where unknown")
+    slower_than_best_baseline: bool | None = Field(None, description="the best kernel is slower than the best "
+                                                   "baseline; None where there is no bar (a CPU run, no baseline)")
+    loss_reason: str = Field("", description="why the best kernel is slower than the best baseline, where known")
+    warnings: list[str] = Field([], description="what a reader of the result must not miss: a search that tried "
+                                "no candidate")
     not_tried: list[str] = Field([], description="handed-back kernels still waiting for a place when the run stopped")  # fmt: skip
