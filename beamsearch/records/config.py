@@ -35,9 +35,10 @@ class SearchConfig(Record):
     budget_candidates: int | None = Field(None, ge=1, description="the run stops after this many candidates (the last "
                                           "round is cut to fit); none: no limit but the rounds")
     budget_minutes: Annotated[float, Field(gt=0)] | Literal["auto"] | None = Field(
-        "auto", description="no round starts after this many minutes of the run (the round under way finishes, "
-        f"then the final re-timing); auto: {OFFLINE_MINUTES:g} for the offline optimiser (its default rounds then end "
-        "within 10 minutes on one GPU), none with a model, a replay or a sweep; none: no limit")  # fmt: skip
+        "auto", description="no round starts after this many minutes of search, the rounds' own (the round under "
+        "way finishes, then the final re-timing; the start's measurements, baselines and compiler seed before round 1 "
+        f"are not counted, and the start says how long they took); auto: {OFFLINE_MINUTES:g} for the offline "
+        "optimiser, none with a model, a replay or a sweep; none: no limit")  # fmt: skip
     sweep: bool = Field(False, description="offline optimiser: try every point of the starting kernel's knob space in "
                         "order instead of searching it (the anchor a search is measured against; scripts/sweep.py); "
                         "no round or minutes limit unless --rounds or --budget-minutes is given")
