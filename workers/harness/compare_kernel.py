@@ -1,7 +1,7 @@
 """``compare``'s rule in one pass over a GPU output: one Triton program per block of elements.
 
 The element-by-element comparison in plain torch runs some forty kernels a chunk of elements, and took
-240 ms for a 3.2 GB output on an H100 (scripts/check_cost.py), six or more times a verification. Here
+240 ms for a 3.2 GB output on an H100 (check_cost.py, in docs/gpu-runs/2026-11-26-h200-dot-limits/record.tar.xz), six or more times a verification. Here
 each program classifies its block by the same rule as ``workers.harness.compare`` (unwritten, non-finite
 where the reference is finite, outside ``atol + rtol * |ref|``, NaN and infinities) and writes its counts,
 its largest errors and its first bad index; torch adds the programs' partials up. Used for float outputs

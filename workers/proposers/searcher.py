@@ -8,7 +8,7 @@ Strategy: the ``first`` points (the optimiser's: the start, tensor-core tiles, t
 first either way. When the whole space fits the budget, exhaustive: then the untried point nearest the
 best so far. Otherwise ``hybrid``: in turn, a point from Optuna's TPE sampler (ask/tell, seeded, its study
 rebuilt from the observations), an untried neighbour of the best point, and a uniform random point.
-docs/optimiser.md has the measurement behind the choice (``python -m scripts.searcher_bench``).
+docs/optimiser.md has the measurement behind the choice (``python -m tests.searcher_models``).
 
 Limits known before any run: a point whose tiles cannot fit a thread's registers (a ``tl.dot`` launch's
 accumulator, another launch's block) or whose operand pipeline overflows the GPU's shared memory
