@@ -1,6 +1,6 @@
 """Record what torch.compile(mode="max-autotune-no-cudagraphs") makes of a problem, on a GPU.
 
-    python -m workers.harness.record_inductor --problem P --out DIR [--dtype bf16]
+    python -m workers.harness.record_inductor --problem P --out DIR [--dtype bf16] [--variant NAME --option KEY=VALUE ...]
 
 Writes DIR/<problem>/: ``output_code.py`` (the wrapper Inductor generated, with every Triton kernel's
 source and the configs it considered), ``chosen_configs.json`` (each Triton kernel's name, the config its
@@ -14,6 +14,12 @@ convolution template instead; one with no Triton template ends the recording wit
 extraction (issue 23) is tested on the CPU against such recordings: on the CPU Inductor makes C++, not
 Triton. One problem per process, so one problem's
 compile cache and autotuning never leak into the next one's.
+
+``--option key=value`` (repeated) sets a ``torch._inductor.config`` option on top of these settings: one
+variant of the compiler seed's portfolio (workers/harness/inductor_portfolio.py); an option this torch
+lacks is skipped and named in ``meta.json``. Where the code picks among kernels at run time (Inductor's
+multi-kernel: a persistent and a looped reduction, the faster kept after a first run),
+``multi_kernel_choices.json`` says which kernel each multi-kernel picked at the problem's shapes.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ def main() -> None:
     parser.add_argument("--problem", required=True)
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("--dtype", default="bf16", choices=["bf16", "fp16", "fp32"])
+    add_variant_args(parser)
     args = parser.parse_args()
     cache = Path(tempfile.mkdtemp(prefix="inductor-cache-"))
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(cache)  # fresh: every kernel compiles and autotunes here
@@ -46,6 +53,7 @@ def main() -> None:
     from beamsearch.records.problems import resolve_problem
     from beamsearch.records.schema import RunSpec
     from workers.harness.inductor_graph_args import input_values, observed_graph_args
+    from workers.harness.inductor_portfolio import apply_options
     from workers.harness.problem_instance import instantiate, load_problem_module
 
     problem = resolve_problem(args.problem)
@@ -53,6 +61,7 @@ def main() -> None:
     module = load_problem_module(spec)
     instance = instantiate(module, spec, 0)
     triton_choices_only(inductor_config)
+    applied, skipped = apply_options(inductor_config, dict(args.option))
     compiled = torch.compile(instance.model, mode="max-autotune-no-cudagraphs")
     start = time.perf_counter()
     # no_grad: the inference graph, as the verifier and timing call the model (a training graph would
@@ -82,15 +91,38 @@ def main() -> None:
         (dest / "graph_args.json").write_text(json.dumps(graph_args[0]) + "\n")
     chosen = chosen_configs()
     (dest / "chosen_configs.json").write_text(json.dumps(chosen, indent=1))
+    picked = multi_kernel_choices()
+    if picked:
+        (dest / "multi_kernel_choices.json").write_text(json.dumps(picked, indent=1))
     shapes = [list(t.shape) for t in instance.inputs if isinstance(t, torch.Tensor)]
     meta = {"problem": problem.name, "dtype": args.dtype, "input_shapes": shapes,
             "input_values": input_values(instance.inputs), "compile_s": round(compile_s, 2),
             "device": torch.cuda.get_device_name(), "torch": torch.__version__,
             "triton": __import__("triton").__version__, "gemm_backends": inductor_config.max_autotune_gemm_backends,
-            "kernels_with_best_config": len(best),
+            "kernels_with_best_config": len(best), "variant": args.variant, "options": applied,
+            "skipped_options": skipped, "multi_kernel_choices": picked,
             "kernels": {name: k["config"] for name, k in chosen.items()}}  # fmt: skip
     (dest / "meta.json").write_text(json.dumps(meta, indent=1))
     print(json.dumps(meta))
+
+
+def add_variant_args(parser: argparse.ArgumentParser) -> None:
+    """The portfolio's arguments, shared with record_inductor_cpu.py."""
+    from workers.harness.inductor_portfolio import DEFAULT_VARIANT
+
+    parser.add_argument("--variant", default=DEFAULT_VARIANT, help="the portfolio variant's name, kept in meta.json")
+    parser.add_argument("--option", action="append", default=[], type=_option, metavar="KEY=VALUE",
+                        help="a torch._inductor.config option (dotted: triton.multi_kernel=1), a TOML value; "
+                        "repeat for several")  # fmt: skip
+
+
+def _option(text: str) -> tuple[str, object]:
+    from workers.harness.inductor_portfolio import parse_option
+
+    try:
+        return parse_option(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from e
 
 
 def triton_choices_only(inductor_config: Any) -> None:
@@ -125,6 +157,25 @@ def chosen_configs() -> dict[str, dict]:
                                                                  "num_stages": config.num_stages},
                          "candidates": len(getattr(value, "configs", []) or []),
                          "source": getattr(value.fn, "src", None) if hasattr(value, "fn") else None}  # fmt: skip
+    return out
+
+
+def multi_kernel_choices() -> dict[str, dict[str, object]]:
+    """Each multi-kernel of the loaded output code (Inductor's ``MultiKernelCall``, which times its
+    sub-kernels on its first run and keeps the fastest): the sub-kernel it picked, by the name the
+    wrapper gives it, and the names of all of them."""
+    from torch._inductor.codecache import PyCodeCache
+    from torch._inductor.codegen.multi_kernel import MultiKernelCall
+
+    out: dict[str, dict[str, object]] = {}
+    for module in list(PyCodeCache.modules):
+        names = {id(v): n for n, v in vars(module).items()}  # the wrapper's variable of each sub-kernel
+        for name, value in vars(module).items():
+            if not isinstance(value, MultiKernelCall):
+                continue
+            kernels = [names.get(id(k), k.inductor_meta.get("kernel_name")) for k in value.kernels]
+            index = value.picked_kernel
+            out[name] = {"picked": None if index is None else kernels[index], "kernels": kernels}
     return out
 
 

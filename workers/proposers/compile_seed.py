@@ -33,7 +33,9 @@ from workers.proposers.inductor_code import (
     Plain,
     TritonKernel,
     parse_output_code,
+    resolve_multi_kernels,
 )
+from workers.proposers.seed_portfolio import code_key
 
 LAUNCH_OPTIONS = ("num_warps", "num_stages")
 # Grid types Inductor launches as cdiv(numel, BLOCK) per axis; the axis order is Inductor's (x, y, z).
@@ -56,6 +58,13 @@ class SeedResult(Record):
     input_shapes: list[list[int]] = Field(default_factory=list, description="the only shapes it is valid for")
     notes: list[str] = Field(
         default_factory=list, description="what the reader should know (config matching...)"
+    )
+    variant: str = Field("default", description="the portfolio variant recorded (workers/harness/inductor_portfolio.py)")
+    options: dict[str, bool | int | float | str] = Field(
+        default_factory=dict, description="the Inductor options the variant set on top of max-autotune"
+    )
+    code_key: str | None = Field(
+        None, description="equal for recordings that give the same seed up to names and configs (seed_portfolio)"
     )
 
     @property
@@ -83,10 +92,16 @@ def seed_from_recording(folder: Path, graph_args: list[int | str] | None = None)
     configs = {name: _read_json(folder / f"{name}.json") for name in ("chosen_configs", "best_configs")}
     meta = _read_json(folder / "meta.json") or {}
     shapes, values = meta.get("input_shapes"), meta.get("input_values")
-    return seed_from_inductor(code.read_text(), chosen_configs=configs["chosen_configs"],
-                              best_configs=configs["best_configs"], graph_args=graph_args,
-                              input_shapes=shapes if isinstance(shapes, list) else None,
-                              input_values={int(i): v for i, v in values.items()} if isinstance(values, dict) else None)  # fmt: skip
+    picked = {name: entry.get("picked") if isinstance(entry, dict) else entry
+              for name, entry in (_read_json(folder / "multi_kernel_choices.json") or {}).items()}  # fmt: skip
+    result = seed_from_inductor(code.read_text(), chosen_configs=configs["chosen_configs"],
+                                best_configs=configs["best_configs"], graph_args=graph_args,
+                                input_shapes=shapes if isinstance(shapes, list) else None,
+                                input_values={int(i): v for i, v in values.items()} if isinstance(values, dict) else None,
+                                multi_kernel_choices={k: v for k, v in picked.items() if isinstance(v, str)})  # fmt: skip
+    variant, options = meta.get("variant"), meta.get("options")
+    return result.model_copy(update={"variant": variant if isinstance(variant, str) else "default",
+                                     "options": options if isinstance(options, dict) else {}})  # fmt: skip
 
 
 def seed_from_inductor(
@@ -97,6 +112,7 @@ def seed_from_inductor(
     graph_args: list[int | str] | None = None,
     input_shapes: list[list[int]] | None = None,
     input_values: dict[int, int | float | bool] | None = None,
+    multi_kernel_choices: dict[str, str] | None = None,
 ) -> SeedResult:
     """Inductor's kernels of ``output_code`` as a standalone module with their chosen configs.
 
@@ -109,14 +125,18 @@ def seed_from_inductor(
     shapes; a graph with arguments left over (model parameters) is then unavailable, naming them. With
     neither, every argument is the forward input of the same position. ``input_values``: forward inputs
     that are plain numbers, by position; Dynamo bakes them into the kernels, so ``kernel_function`` takes
-    them where the problem passes them and refuses any other value. Never raises for bad input: the
-    result says what is wrong.
+    them where the problem passes them and refuses any other value. ``multi_kernel_choices``: the kernel
+    each of Inductor's multi-kernels picked at run time (multi-kernel name -> kernel name); the seed
+    launches that kernel alone. Never raises for bad input: the result says what is wrong.
     """
+    choices = multi_kernel_choices or {}
+    key = code_key(output_code, choices)
     try:
-        return _build(output_code, chosen_configs or {}, best_configs or {}, graph_args, input_shapes,
-                      input_values or {})  # fmt: skip
+        result = _build(output_code, chosen_configs or {}, best_configs or {}, graph_args, input_shapes,
+                        input_values or {}, choices)  # fmt: skip
     except InductorCodeError as e:
-        return SeedResult(unavailable=str(e))
+        result = SeedResult(unavailable=str(e))
+    return result.model_copy(update={"code_key": key})
 
 
 def _build(
@@ -126,6 +146,7 @@ def _build(
     graph_args: list[int | str] | None,
     input_shapes: list[list[int]] | None,
     input_values: dict[int, int | float | bool],
+    multi_kernel_choices: dict[str, str],
 ) -> SeedResult:
     """The seed, checked in order of what matters most to the reader: PyTorch compute, kernels this
     module cannot launch, missing configs, then the arguments."""
@@ -134,12 +155,14 @@ def _build(
         names = ", ".join(dict.fromkeys(module.call.foreign))
         raise InductorCodeError(f"Inductor's call() runs PyTorch operators or extern kernels ({names}); "
                                 "the verifier rejects PyTorch compute")  # fmt: skip
+    module, multi_notes = resolve_multi_kernels(module, multi_kernel_choices)
     launched = list(dict.fromkeys(s.kernel for s in module.call.steps if isinstance(s, Launch)))
     if not launched:
         raise InductorCodeError("Inductor's call() launches no Triton kernel")
     templates = [name for name in launched if module.kernels[name].heuristics == "template"]
     axes = {name: _grid_axes(module.kernels[name]) for name in launched if name not in templates}
     configs, notes = _configs_for(module, list(axes), chosen_configs, best_configs)
+    notes = multi_notes + notes
     launches: dict[str, tuple[str, list[str]]] = {}
     for name in templates:
         kernel, grid, configs[name] = _template(module.kernels[name], _template_grid(module, name))

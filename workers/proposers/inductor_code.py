@@ -8,6 +8,7 @@ compiles every kernel through Inductor's runtime. Anything this reader does not 
 from __future__ import annotations
 
 import ast
+import dataclasses
 from dataclasses import dataclass, field
 
 from workers.proposers.tuner import compiled_loop
@@ -89,10 +90,25 @@ class CallPlan:
 
 
 @dataclass(frozen=True)
+class MultiKernel:
+    """``name = async_compile.multi_kernel('name', [kernel, ...], arg_index=...)``: Inductor's choice among
+    kernels made at run time (the first launch times each and keeps the fastest). ``call`` launches it
+    with the union of its kernels' arguments; kernel ``i`` takes the slices ``arg_index[i]`` of them."""
+
+    name: str
+    kernels: tuple[str, ...]
+    arg_index: dict[int, tuple[tuple[int | None, int | None], ...]]  # (start, stop) of each slice
+
+    def args_of(self, index: int, args: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(a for start, stop in self.arg_index.get(index, ((None, None),)) for a in args[start:stop])
+
+
+@dataclass(frozen=True)
 class InductorModule:
     kernels: dict[str, TritonKernel]
     call: CallPlan
     training_forward: bool  # an AOT forward graph: it also returns what the backward saves
+    multi_kernels: dict[str, MultiKernel] = field(default_factory=dict)  # launched as Launch(multi-kernel name)
 
 
 def parse_output_code(text: str) -> InductorModule:
@@ -107,12 +123,20 @@ def parse_output_code(text: str) -> InductorModule:
     except SyntaxError as e:
         raise InductorCodeError(f"the output code does not parse: {e}") from e
     kernels: dict[str, TritonKernel] = {}
+    multi_kernels: dict[str, MultiKernel] = {}
     other_kernels: list[str] = []
+    arg_index: ast.expr | None = None
     for node in tree.body:
+        if isinstance(node, ast.Assign) and [ast.unparse(t) for t in node.targets] == ["arg_index"]:
+            arg_index = node.value  # written before each multi-kernel that reads it
+            continue
         compiled = _async_compile(node)
         if compiled is None:
             continue
         name, method, call = compiled
+        if method == "multi_kernel":
+            multi_kernels[name] = _multi_kernel(name, call, arg_index)
+            continue
         if method != "triton":
             other_kernels.append(f"{name} (async_compile.{method})")
             continue
@@ -120,8 +144,39 @@ def parse_output_code(text: str) -> InductorModule:
     if other_kernels:
         raise InductorCodeError(f"Inductor compiled non-Triton kernels: {', '.join(other_kernels)}")
     call_fn = _find_call(tree)
-    plan = _plan_call(call_fn, kernels)
-    return InductorModule(kernels=kernels, call=plan, training_forward=_is_training_forward(text))
+    plan = _plan_call(call_fn, [*kernels, *multi_kernels])
+    return InductorModule(kernels=kernels, call=plan, training_forward=_is_training_forward(text),
+                          multi_kernels=multi_kernels)  # fmt: skip
+
+
+def _multi_kernel(name: str, call: ast.Call, arg_index: ast.expr | None) -> MultiKernel:
+    """A multi-kernel's definition: its kernels (names) and which of the launch's arguments each takes."""
+    listed = call.args[1] if len(call.args) > 1 else None
+    if not (isinstance(listed, ast.List) and listed.elts and all(isinstance(e, ast.Name) for e in listed.elts)):
+        raise InductorCodeError(f"multi-kernel {name}: its kernels are not a list of names")
+    kernels = tuple(e.id for e in listed.elts)  # type: ignore[attr-defined]
+    keyword = next((kw.value for kw in call.keywords if kw.arg == "arg_index"), None)
+    index = arg_index if isinstance(keyword, ast.Name) and keyword.id == "arg_index" else keyword
+    return MultiKernel(name, kernels, _slices(name, index) if index is not None else {})
+
+
+def _slices(name: str, index: ast.expr) -> dict[int, tuple[tuple[int | None, int | None], ...]]:
+    """``{0: [slice(0, 4, None)], ...}`` read from the syntax (it holds calls, not literals)."""
+    if not isinstance(index, ast.Dict):
+        raise InductorCodeError(f"multi-kernel {name}: unreadable arg_index {ast.unparse(index)}")
+    out = {}
+    for key, value in zip(index.keys, index.values, strict=True):
+        slices = value.elts if isinstance(value, ast.List) else []
+        bounds = []
+        for item in slices:
+            parts = item.args if isinstance(item, ast.Call) and ast.unparse(item.func) == "slice" else []
+            values = [p.value if isinstance(p, ast.Constant) else p for p in parts]
+            if not (isinstance(key, ast.Constant) and 2 <= len(values) <= 3 and values[2:] in ([], [None])
+                    and all(v is None or type(v) is int for v in values[:2])):  # fmt: skip
+                raise InductorCodeError(f"multi-kernel {name}: unreadable arg_index {ast.unparse(index)}")
+            bounds.append((values[0], values[1]))
+        out[key.value] = tuple(bounds)  # type: ignore[union-attr]
+    return out
 
 
 def parse_triton_kernel(name: str, source: str) -> TritonKernel:
@@ -258,7 +313,7 @@ def _find_call(tree: ast.Module) -> ast.FunctionDef:
     raise InductorCodeError("the output code defines no call(args) function")
 
 
-def _plan_call(fn: ast.FunctionDef, kernels: dict[str, TritonKernel]) -> CallPlan:
+def _plan_call(fn: ast.FunctionDef, kernels: list[str]) -> CallPlan:
     plan = CallPlan()
     unread: InductorCodeError | None = None
     for stmt in _flatten(fn.body):
@@ -288,7 +343,7 @@ def _flatten(body: list[ast.stmt]) -> list[ast.stmt]:
     return out
 
 
-def _plan_statement(stmt: ast.stmt, plan: CallPlan, kernels: dict[str, TritonKernel]) -> None:
+def _plan_statement(stmt: ast.stmt, plan: CallPlan, kernels: list[str]) -> None:
     text = ast.unparse(stmt)
     foreign = _foreign_calls(stmt)
     if foreign:
@@ -385,3 +440,31 @@ def _output_source(value: ast.expr) -> str:
     if isinstance(value, ast.Call) and ast.unparse(value.func) == "reinterpret_tensor":
         return "torch.as_strided(" + ", ".join(ast.unparse(a) for a in value.args) + ")"
     raise InductorCodeError(f"unsupported returned value: {ast.unparse(value)}")
+
+
+def resolve_multi_kernels(
+    module: InductorModule, picked: dict[str, str]
+) -> tuple[InductorModule, list[str]]:
+    """``module`` with each multi-kernel launch replaced by a launch of the kernel it picked at run time
+    (``picked``: multi-kernel name -> kernel name, as recorded after the run), given only that kernel's
+    arguments; and a note per multi-kernel. A multi-kernel with no recorded pick is an error: the seed must
+    carry the kernel Inductor ran at the problem's shapes, not a guess."""
+    if not module.multi_kernels:
+        return module, []
+    steps: list[Step] = []
+    notes: dict[str, str] = {}
+    for step in module.call.steps:
+        multi = module.multi_kernels.get(step.kernel) if isinstance(step, Launch) else None
+        if multi is None:
+            steps.append(step)
+            continue
+        choice = picked.get(multi.name)
+        if choice not in multi.kernels:
+            said = f"picked {choice}, not one of them" if choice else "the recording does not say which it picked"
+            raise InductorCodeError(f"multi-kernel {multi.name} picks among {', '.join(multi.kernels)} at run time; "
+                                    f"{said} (multi_kernel_choices.json)")  # fmt: skip
+        steps.append(Launch(choice, multi.args_of(multi.kernels.index(choice), step.args)))  # type: ignore[union-attr]
+        notes[multi.name] = (f"{multi.name}: Inductor's multi-kernel picked {choice} of {', '.join(multi.kernels)} at "
+                             "run time; the seed launches it alone")  # fmt: skip
+    call = dataclasses.replace(module.call, steps=steps)
+    return dataclasses.replace(module, call=call, multi_kernels={}), list(notes.values())
