@@ -268,7 +268,8 @@ def _seed(d: dict) -> str:
 def _setup(d: dict) -> str:
     minutes = d.get("budget_minutes")
     budget = f"the budget of {minutes:g} minutes counts the rounds from here" if minutes else "no minutes budget"
-    return f"setup took {d.get('setup_s', 0):.0f} s (the starting kernel, baselines, compiler seed); {budget}"
+    measured = ", ".join(map(str, d.get("measured") or ["the starting kernel", "the baselines"]))
+    return f"setup took {d.get('setup_s', 0):.0f} s ({measured}); {budget}"
 
 
 def _worker_lost(d: dict) -> str:

@@ -198,7 +198,10 @@ class Driver:
         config = self.state.config
         if self.state.setup_s is None and self.state.round == 0:  # the start is done: what the budget leaves out
             self.state = self.state.model_copy(update={"setup_s": self._elapsed()})
-            self.display.event("setup", setup_s=round(self.state.setup_s, 1), budget_minutes=config.minutes_budget())
+            measured = ["the starting kernel", "the baselines"] + (
+                ["the compiler seed"] if config.wants_compiler_seed(self.state.spec.device) else [])  # fmt: skip
+            self.display.event("setup", setup_s=round(self.state.setup_s, 1), measured=measured,
+                               budget_minutes=config.minutes_budget())  # fmt: skip
         self.stop_reason = f"{config.rounds} rounds done"
         for round_ in range(self.state.round + 1, config.rounds + 1):
             if spent := self._budget_spent():

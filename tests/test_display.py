@@ -60,15 +60,14 @@ def test_every_event_is_a_sentence_with_units_not_the_records_fields() -> None:
                   floor_note="CPU run: no floor", workers=["vm node f822fd70 pid 3850", "vm node f822fd70 pid 3851"])  # fmt: skip
     display.event("baseline", label="eager", median_ms=0.0555, status="ok", reason="")
     display.event("baseline", label="compile", median_ms=None, status="failed", reason="no triton")
-    display.event("setup", setup_s=74.2, budget_minutes=3.0)
+    display.event("setup", setup_s=74.2, measured=["the starting kernel", "the baselines"], budget_minutes=3.0)
     display.event("stop", after_round=3, reason="every knob space is exhausted: no new candidate to try")
     lines = out.getvalue().splitlines()
     assert lines == [
         "start: 43_Max_Pooling_3D on cpu (Triton interpreter); CPU run: no floor; workers: 2 on vm node f822fd70",
         "baseline eager: 0.0555 ms",
         "baseline compile: not timed (failed: no triton)",
-        "setup took 74 s (the starting kernel, baselines, compiler seed); the budget of 3 minutes counts the rounds "
-        "from here",
+        "setup took 74 s (the starting kernel, the baselines); the budget of 3 minutes counts the rounds from here",
         "stopped after round 3: every knob space is exhausted: no new candidate to try",
     ]
     assert "=" not in out.getvalue() and "[" not in out.getvalue()

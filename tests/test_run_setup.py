@@ -240,6 +240,7 @@ def test_the_start_says_how_long_setup_took_and_keeps_it(tmp_path) -> None:
     kinds = [kind for kind, _ in driver.display.events]
     assert kinds == ["setup", "stop"] and driver.state.setup_s == pytest.approx(72.0, abs=1.0)
     assert driver.display.events[0][1]["budget_minutes"] == 3.0
+    assert driver.display.events[0][1]["measured"] == ["the starting kernel", "the baselines", "the compiler seed"]
     assert driver.display.events[1][1]["reason"] == "every knob space is exhausted: no new candidate to try"
 
 
