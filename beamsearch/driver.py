@@ -58,11 +58,40 @@ from beamsearch.records.state import (
 )
 from beamsearch.trace import RESULT_FILE, TraceWriter
 from workers.actor.task import RECORD_TIMEOUT_S
+from workers.harness.inductor_portfolio import (
+    DEFAULT_VARIANT,
+    PortfolioError,
+    PortfolioVariant,
+    load_portfolio,
+    recorded_variants,
+)
 from workers.proposers.compile_seed import SeedResult
 from workers.proposers.searcher import Searcher
+from workers.proposers.seed_portfolio import duplicates
 
-COMPILER_SEED_ID = "compiler-seed"
+COMPILER_SEED_ID = "compiler-seed"  # the default variant's; another's is compiler-seed-<variant>
 MODEL_ORIGINS = ("llm", "replay")  # kernels whose knobs a portfolio round tunes beside the model's proposals
+
+
+def _seed_id(variant: str) -> str:
+    return COMPILER_SEED_ID if variant == DEFAULT_VARIANT else f"{COMPILER_SEED_ID}-{variant}"
+
+
+def _options_said(options: dict[str, object]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in options.items()) or "max-autotune's own settings"
+
+
+def _variant_reason(seed: SeedResult, reason: str) -> str:
+    return f"{_seed_id(seed.variant)} ({_options_said(seed.options)}): {reason}"[:600]
+
+
+def _seed_kernel(seed: SeedResult, same_code: list[str]) -> Kernel:
+    """The seed as a candidate; its note says which Inductor options made it and its configs."""
+    configs = "; ".join(f"{name} {cfg}" for name, cfg in seed.configs.items())
+    also = f"; the same code under variants {', '.join(same_code)}" if same_code else ""
+    made = "" if seed.variant == DEFAULT_VARIANT and not seed.options else f" under {_options_said(seed.options)}"
+    return Kernel(source=seed.source, origin="compiler",
+                  note=f"torch.compile max-autotune's kernels{made} ({configs}){also}")  # fmt: skip
 
 
 class SearchError(RuntimeError):
@@ -86,11 +115,13 @@ class Driver:
         state = self.state
         seeded = state.config.wants_compiler_seed(state.spec.device)
         seed_beside = seeded and kernel is not None  # with no input kernel the seed is the start
+        other_seeds: list[tuple[str, Kernel]] = []
         if kernel is None:
-            kernel, why = self._compiler_seed_kernel()
-            if kernel is None:
+            seeds, why = self._compiler_seed_kernels()
+            if not seeds:
                 raise SearchError(f"the problem has no input kernel, and the compiler seed is unavailable: {why}; "
                                   "give a starting kernel with --kernel")  # fmt: skip
+            (_, kernel), *other_seeds = seeds  # the first variant's seed is the start, the others join beside it
         facts: DeviceFacts = self.pool.call("device_facts", state.spec)
         floor = facts.floor
         self.display.event("start", problem=self.problem, gpu=facts.gpu_name, floor_ms=floor.floor_ms if floor else None,
@@ -113,6 +144,8 @@ class Driver:
         self._save()
         if seed_beside:
             self._add_compiler_seed()
+        elif other_seeds:
+            self._add_compiler_seed(other_seeds)
 
     def resume_with(self, config: SearchConfig) -> None:
         """Go on with a saved run under ``config`` (its own options, with those a resume may change). A run
@@ -128,37 +161,74 @@ class Driver:
                 and config.compiler_seed and not seed_measured:  # fmt: skip
             self._add_compiler_seed()
 
-    def _compiler_seed_kernel(self) -> tuple[Kernel | None, str]:
-        """torch.compile's own kernels for the problem, standalone (``--compiler-seed``); with no seed, None
-        and why (also said in an event)."""
+    def _compiler_seed_kernels(self) -> tuple[list[tuple[str, Kernel]], str]:
+        """torch.compile's own kernels for the problem, standalone (``--compiler-seed``), one per distinct
+        variant of the portfolio (docs/compile-seed.md): recorded at once on the workers, deduped on their
+        code, each with its id (``compiler-seed``, ``compiler-seed-<variant>``), the default's first. With
+        none, also why (what is unavailable is said in an event)."""
         state, config = self.state, self.state.config
-        self.display.event("compiler_seed", status="reading" if config.compiler_recording else "compiling")
-        seed: SeedResult = self.pool.call("compiler_seed", state.spec, config.compiler_recording,
-                                          timeout_s=RECORD_TIMEOUT_S + 60)  # fmt: skip
-        if not seed.available:
-            self.display.event("compiler_seed", status="unavailable", reason=seed.unavailable)
-            return None, seed.unavailable or ""
-        configs = "; ".join(f"{name} {cfg}" for name, cfg in seed.configs.items())
-        return Kernel(source=seed.source, origin="compiler", note=f"torch.compile max-autotune's kernels ({configs})"), ""
+        variants = self._portfolio()
+        self.display.event("compiler_seed", status="reading" if config.compiler_recording else "compiling",
+                           variants=[v.name for v in variants])  # fmt: skip
+        calls: list[tuple[object, ...]] = [(state.spec, config.compiler_recording, v) for v in variants]
+        answers = self.pool.call_each("compiler_seed", calls, timeout_s=RECORD_TIMEOUT_S + 60)
+        seeds = [a if isinstance(a, SeedResult) else SeedResult(unavailable=f"the worker's call failed: {a}",
+                                                                 variant=v.name, options=v.options)
+                 for v, a in zip(variants, answers, strict=True)]  # fmt: skip
+        for seed in reversed(seeds):  # the default's reason last: the run's summary reads the last event
+            if not seed.available:
+                self.display.event("compiler_seed", status="unavailable", seed=_seed_id(seed.variant),
+                                   reason=_variant_reason(seed, seed.unavailable or ""))  # fmt: skip
+        available = [s for s in seeds if s.available]
+        repeats = duplicates((s.variant, s.code_key or s.variant) for s in available)
+        same: dict[str, list[str]] = {}
+        for seed in available:
+            if (first := repeats[seed.variant]) is not None:
+                same.setdefault(first, []).append(seed.variant)
+                self.display.event("compiler_seed", status="duplicate", seed=_seed_id(seed.variant),
+                                   reason=_variant_reason(seed, f"the same code as {_seed_id(first)}"))  # fmt: skip
+        kept = [(_seed_id(s.variant), _seed_kernel(s, same.get(s.variant, []))) for s in available
+                if repeats[s.variant] is None]  # fmt: skip
+        why = "; ".join(_variant_reason(s, s.unavailable or "") for s in seeds if not s.available)
+        return kept, "" if kept else why
 
-    def _add_compiler_seed(self) -> None:
-        """The compiler seed as a second starting point: verified, timed and profiled like the input, and
-        kept in the beam beside it when it passes, so the optimiser tunes Inductor's configs too. A seed
-        that is unavailable (an extern library call, the CPU) or fails is reported, and the run goes on
-        from the input."""
+    def _portfolio(self) -> list[PortfolioVariant]:
+        """The variants to seed from: a recording folder's own, else the run's portfolio file (the bundled
+        one unless ``compiler_portfolio`` names another); an unreadable file leaves the default alone."""
+        config = self.state.config
+        if config.compiler_recording:
+            names = recorded_variants(config.compiler_recording) or [DEFAULT_VARIANT]
+            return [PortfolioVariant(name=name) for name in names]
+        try:
+            return load_portfolio(config.compiler_portfolio)
+        except PortfolioError as e:
+            self.display.event("compiler_seed", status="the default variant alone", reason=str(e)[:400])
+            return [PortfolioVariant(name=DEFAULT_VARIANT)]
+
+    def _add_compiler_seed(self, seeds: list[tuple[str, Kernel]] | None = None) -> None:
+        """The compiler seeds (``seeds``, else every distinct variant's, recorded now) as further starting
+        points: each verified, timed and profiled like the input, and kept in the beam beside it where it
+        earns a place, so the optimiser tunes Inductor's configs too. A seed that is unavailable (an extern
+        library call, the CPU) or fails is reported, and the run goes on from the others and the input."""
+        if seeds is None:
+            seeds, _ = self._compiler_seed_kernels()
         state, config = self.state, self.state.config
-        kernel, _ = self._compiler_seed_kernel()
-        if kernel is None:
-            return
         seen, fastest = {**state.seen}, {**state.fastest_compiled}
-        result = self._measure_at_start(COMPILER_SEED_ID, kernel, config, state.floor, seen, fastest)
-        if entry_of(result) is None:
-            self.display.event("compiler_seed", status=result.status, reason=result.reason[:400])
+        passed: list[TaskResult] = []
+        for seed_id, kernel in seeds:
+            result = self._measure_at_start(seed_id, kernel, config, state.floor, seen, fastest)
+            if entry_of(result) is None:
+                self.display.event("compiler_seed", status=result.status, seed=seed_id, reason=result.reason[:400])
+            else:
+                passed.append(result)
+        if not passed:
             return
-        history = [*state.history, *[a for a in [attempt_of(result)] if a is not None]]
-        beam = select_beam(state.beam, [result], config.beam_width)
-        self.display.event("compiler_seed", status="in the beam" if any(e.id == COMPILER_SEED_ID for e in beam)
-                           else "slower than the input: not kept", median_ms=result.ranked_ms)  # fmt: skip
+        history = [*state.history, *[a for r in passed if (a := attempt_of(r)) is not None]]
+        beam = select_beam(state.beam, passed, config.beam_width)
+        kept = {e.id for e in beam}
+        for result in sorted(passed, key=lambda r: r.task_id in kept):  # one in the beam last, as the summary reads it
+            self.display.event("compiler_seed", status="in the beam" if result.task_id in kept else SEED_NOT_KEPT,
+                               seed=result.task_id, median_ms=result.ranked_ms)  # fmt: skip
         self.state = state.model_copy(update={"beam": beam, "seen": seen, "fastest_compiled": fastest, "history": history})
         self._save()
 

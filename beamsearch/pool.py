@@ -93,6 +93,37 @@ class WorkerPool:
             self._wait_until_back(worker)
             return ray.get(getattr(worker.handle, method).remote(*args), timeout=timeout_s)
 
+    def call_each(self, method: str, calls: list[tuple[object, ...]], timeout_s: float) -> list[object]:
+        """``method`` once per argument tuple of ``calls``, spread over the workers (one call in flight on
+        each, in the order that takes each GPU in turn), results in the order of ``calls``. Each call has
+        ``timeout_s``; one that errs, or is not back by then, gives its exception instead of a result (a
+        late one is left to finish on its worker: the methods this serves bound their own children)."""
+        results: list[object] = [TimeoutError(f"{method} not back within {timeout_s:.0f} s")] * len(calls)
+        waiting = deque(enumerate(calls))
+        idle = deque(self.workers)
+        running: dict[ray.ObjectRef, tuple[int, Worker, float]] = {}
+        while running or (waiting and idle):
+            while idle and waiting:
+                index, args = waiting.popleft()
+                worker = idle.popleft()
+                running[getattr(worker.handle, method).remote(*args)] = (index, worker, time.monotonic())
+            ready, _ = ray.wait(list(running), num_returns=1, timeout=1.0)
+            for ref in ready:
+                index, worker, _ = running.pop(ref)
+                try:
+                    results[index] = ray.get(ref, timeout=60)
+                except (RayActorError, RayTaskError, GetTimeoutError) as e:
+                    results[index] = RuntimeError(f"{method} on {worker.name}: {_first_line(e)}")
+                idle.append(worker)
+            now = time.monotonic()
+            for ref, (index, worker, started) in list(running.items()):
+                if now - started > timeout_s:  # its worker stays busy: no new call goes to it
+                    running.pop(ref)
+                    log.warning("%s call %d not back after %.0f s on %s", method, index, timeout_s, worker.name)
+        for index, _ in waiting:  # every worker is held by a call that timed out
+            results[index] = TimeoutError(f"{method}: no worker came free within {timeout_s:.0f} s")
+        return results
+
     def run(self, tasks: list[Task], timeout_s: float, method: str = "run",
             notify: Callable[..., None] = lambda kind, **data: None,
             spare_work: Callable[[], Job | None] | None = None,

@@ -49,6 +49,10 @@ class SearchConfig(Record):
     compiler_recording: str | None = Field(None, description="a folder written by workers/harness/record_inductor.py to take "
                                            "Inductor's kernels from, instead of compiling the problem now (implies "
                                            "--compiler-seed)")
+    compiler_portfolio: str | None = Field(None, description="a TOML file of the Inductor configurations the compiler "
+                                           "seed is recorded under, one [[variant]] each (a name and a table of "
+                                           "torch._inductor.config options; docs/compile-seed.md); none: the bundled "
+                                           "workers/harness/inductor_portfolio.toml")
     llm: str | None = Field(None, description="litellm model string (openai/NAME for an OpenAI-compatible server, "
                             "ollama/NAME, anthropic/NAME, ...); none: the offline optimiser")
     api_base: str | None = Field(None, description="the model server's address, with /v1 for OpenAI-compatible "

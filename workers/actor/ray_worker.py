@@ -26,6 +26,7 @@ from beamsearch.records.state import (
 from profiling.ncu import start_ncu_spare
 from workers.actor import task as task_fns
 from workers.harness.child_process import descendants, start_spares, stop_all
+from workers.harness.inductor_portfolio import PortfolioVariant
 from workers.proposers.compile_seed import SeedResult
 
 
@@ -58,8 +59,8 @@ class SearchWorker:
     def device_facts(self, spec: RunSpec) -> DeviceFacts:
         return task_fns.device_facts(spec)
 
-    def compiler_seed(self, spec: RunSpec, recording: str | None) -> SeedResult:
-        return task_fns.compiler_seed(spec, recording)
+    def compiler_seed(self, spec: RunSpec, recording: str | None, variant: PortfolioVariant | None = None) -> SeedResult:
+        return task_fns.compiler_seed(spec, recording, variant)
 
     def versions(self, device: str) -> dict[str, str]:
         return task_fns.versions(device)

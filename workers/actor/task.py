@@ -52,6 +52,7 @@ from profiling.work import judge_time
 from prompts.records import Reflection
 from workers.harness.child_process import child_env
 from workers.harness.gpu_lock import gpu_memory
+from workers.harness.inductor_portfolio import DEFAULT_VARIANT, PortfolioVariant, recorded_variant_folder
 from workers.harness.timing import time_target
 from workers.harness.verify import VerifySession, verify_kernel
 from workers.proposers.compile_seed import SeedResult, seed_from_recording
@@ -411,27 +412,37 @@ RECORD_TIMEOUT_S = 300.0
 RECORDER_MODULE = "workers.harness.record_inductor"
 
 
-def compiler_seed(spec: RunSpec, recording: str | None) -> SeedResult:
+def compiler_seed(spec: RunSpec, recording: str | None, variant: PortfolioVariant | None = None) -> SeedResult:
     """The compiler seed: Inductor's kernels for the problem, standalone (``workers.proposers.compile_seed``),
     from ``recording`` when given, else from a recording made now by torch.compile in a process of its own
-    (the problem's model runs there; no candidate does). Never raises: what goes wrong is the reason."""
+    (the problem's model runs there; no candidate does). ``variant``: the portfolio's Inductor options to
+    record under (workers/harness/inductor_portfolio.py; None: max-autotune's own); a recording folder of
+    several variants is read at its sub-folder. Never raises: what goes wrong is the reason."""
+    variant = variant or PortfolioVariant(name=DEFAULT_VARIANT)
+    made = {"variant": variant.name, "options": variant.options}
     if recording:
-        return seed_from_recording(Path(recording))
+        folder = recorded_variant_folder(recording, variant.name)
+        if folder is None:
+            return SeedResult(unavailable=f"{recording} holds no recording of variant {variant.name}", **made)
+        return seed_from_recording(folder).model_copy(update={"variant": variant.name})  # its options: its meta's
     if not spec.device.startswith("cuda"):
         return SeedResult(unavailable="on the CPU Inductor writes C++, not Triton: record the problem on a GPU with "
-                                      "python -m workers.harness.record_inductor and pass the folder with --compiler-recording")  # fmt: skip
+                                      "python -m workers.harness.record_inductor and pass the folder with --compiler-recording",
+                          **made)  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="beamsearch-inductor-") as out:
-        command = [sys.executable, "-m", RECORDER_MODULE, "--problem", spec.problem_path, "--out", out, "--dtype", spec.dtype]
+        command = [sys.executable, "-m", RECORDER_MODULE, "--problem", spec.problem_path, "--out", out, "--dtype", spec.dtype,
+                   *variant.option_args()]  # fmt: skip
         try:
             done = subprocess.run(command, capture_output=True, text=True, timeout=RECORD_TIMEOUT_S, check=False,
                                   env=child_env(spec.device))
         except subprocess.TimeoutExpired:
-            return SeedResult(unavailable=f"torch.compile did not finish within {RECORD_TIMEOUT_S:.0f} s")
+            return SeedResult(unavailable=f"torch.compile did not finish within {RECORD_TIMEOUT_S:.0f} s", **made)
         folders = [f for f in Path(out).iterdir() if f.is_dir()]
         if done.returncode != 0 or len(folders) != 1:
             tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-            return SeedResult(unavailable=f"torch.compile failed (exit {done.returncode}): {' | '.join(tail)}"[:600])
-        return seed_from_recording(folders[0])
+            return SeedResult(unavailable=f"torch.compile failed (exit {done.returncode}): {' | '.join(tail)}"[:600],
+                              **made)  # fmt: skip
+        return seed_from_recording(folders[0]).model_copy(update=made)
 
 
 # Passes of the final re-timing: with three, one pass disturbed (a busy GPU, the interpreter's host) cannot set a

@@ -132,3 +132,22 @@ def _same_kind(current: object, value: OptionValue) -> bool:
     if isinstance(current, float):
         return isinstance(value, (int, float)) and not isinstance(value, bool)
     return isinstance(value, type(current))
+
+
+def recorded_variants(folder: str | Path) -> list[str]:
+    """The variants a recording folder holds: ``default`` alone for one recording (``output_code.py`` in
+    it), else each sub-folder that holds one (``default`` first): a portfolio recorded with
+    scripts/record_portfolio.py."""
+    folder = Path(folder)
+    if (folder / "output_code.py").is_file():
+        return [DEFAULT_VARIANT]
+    names = sorted(p.name for p in folder.iterdir() if (p / "output_code.py").is_file()) if folder.is_dir() else []
+    return sorted(names, key=lambda n: n != DEFAULT_VARIANT)
+
+
+def recorded_variant_folder(folder: str | Path, variant: str) -> Path | None:
+    """Where ``variant``'s recording is in a folder ``recorded_variants`` reads; None if it has none."""
+    folder = Path(folder)
+    if (folder / "output_code.py").is_file():
+        return folder if variant == DEFAULT_VARIANT else None
+    return folder / variant if (folder / variant / "output_code.py").is_file() else None
