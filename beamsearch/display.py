@@ -189,6 +189,10 @@ def result_line(s: Summary) -> str:
     if s.speedup_vs_input and s.input_ms:
         parts.append(f"{s.speedup_vs_input:.2f}x the input kernel ({_ms(s.input_ms)})")
     line = head + (": " + ", ".join(parts) if parts else "")
+    wandered = [t for t in s.final_retime if t.id in (s.best_id, "input") and t.disagree and t.spread is not None]
+    if wandered:  # the ratio stands on passes further apart than noise: say so beside it, not only above
+        line += (f" (uncertain: the re-timing's passes of {' and '.join(t.id for t in wandered)} disagree by up to "
+                 f"{100 * max(t.spread or 0.0 for t in wandered):.0f} %)")
     if s.slower_than_best_baseline and s.loss_reason:
         line += f". Why slower: {s.loss_reason}"
     if not on_gpu:

@@ -170,3 +170,16 @@ def test_the_end_of_a_run_says_the_result_and_why_it_stopped() -> None:
     assert text.splitlines()[-2].startswith("result: r4-t1 at 5.501 ms: SLOWER than the best baseline")
     assert text.splitlines()[-1] == ("24 candidates (20 ok) in 0 rounds; setup 1.2 min, search 3.0 min, 5.0 min in "
                                      "all; stopped: 8 rounds done")  # fmt: skip
+
+
+def test_a_ratio_on_passes_that_disagree_is_said_to_be_uncertain() -> None:
+    from beamsearch.display import result_line
+    from beamsearch.records.state import FinalTiming
+
+    final = [FinalTiming(id="r4-t1", median_ms=75.0, status="ok", medians_ms=[75.0, 74.8, 75.3]),
+             FinalTiming(id="input", median_ms=118.0, status="ok", medians_ms=[115.6, 169.7, 118.0])]  # fmt: skip
+    s = _summary("cpu", best_ms=75.0, input_ms=118.0, speedup_vs_input=118.0 / 75.0, final_retime=final)
+    assert "1.57x the input kernel (118.0 ms) (uncertain: the re-timing's passes of input disagree by up to 47 %)" \
+        in result_line(s)  # fmt: skip
+    steady = s.model_copy(update={"final_retime": final[:1]})
+    assert "uncertain" not in result_line(steady)
