@@ -261,12 +261,14 @@ def _baseline(d: dict) -> str:
 
 
 def _seed(d: dict) -> str:
-    status, reason, ms = d.get("status"), d.get("reason"), d.get("median_ms")
+    status, reason, ms, seed = d.get("status"), d.get("reason"), d.get("median_ms"), d.get("seed")
     if status in ("compiling", "reading"):
         doing = "compiling the problem with torch.compile max-autotune (about a minute)" if status == "compiling" \
             else "reading Inductor's kernels from the recording"  # fmt: skip
-        return f"compiler seed: {doing}"
-    return f"compiler seed: {status}" + (f" at {_ms(ms)}" if ms else "") + (f": {reason}" if reason else "")
+        variants = d.get("variants") or []
+        return f"compiler seed: {doing}" + (f", {len(variants)} variants" if len(variants) > 1 else "")
+    name = f" {seed}" if seed and seed != "compiler-seed" else ""
+    return f"compiler seed{name}: {status}" + (f" at {_ms(ms)}" if ms else "") + (f": {reason}" if reason else "")
 
 
 def _setup(d: dict) -> str:

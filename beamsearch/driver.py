@@ -624,7 +624,7 @@ def loss_reason(best: BeamEntry | None, seed: SeedOutcome | None, state: BeamSta
         pass
     elif best.id == "input":
         reasons.append("no candidate beat the input kernel")
-    elif best.id == COMPILER_SEED_ID or _searched_from(best, state) == COMPILER_SEED_ID:
+    elif best.id.startswith(COMPILER_SEED_ID) or (_searched_from(best, state) or "").startswith(COMPILER_SEED_ID):
         reasons.append("the knob search tied the compiler seed: no configuration of max-autotune's own kernels, "
                        "run standalone, beat them")  # fmt: skip
     elif not state.config.proposing:

@@ -183,3 +183,15 @@ def test_a_ratio_on_passes_that_disagree_is_said_to_be_uncertain() -> None:
         in result_line(s)  # fmt: skip
     steady = s.model_copy(update={"final_retime": final[:1]})
     assert "uncertain" not in result_line(steady)
+
+
+def test_the_compiler_seeds_events_name_the_variant_and_the_time() -> None:
+    display, out, _ = _screens()
+    display.event("compiler_seed", status="compiling", variants=["default", "coordinate-descent"])
+    display.event("compiler_seed", status="unavailable", seed="compiler-seed-cd", reason="extern kernels (mm)")
+    display.event("compiler_seed", status="in the beam", seed="compiler-seed", median_ms=1.351)
+    assert out.getvalue().splitlines() == [
+        "compiler seed: compiling the problem with torch.compile max-autotune (about a minute), 2 variants",
+        "compiler seed compiler-seed-cd: unavailable: extern kernels (mm)",
+        "compiler seed: in the beam at 1.351 ms",
+    ]

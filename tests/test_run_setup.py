@@ -280,6 +280,8 @@ def test_the_seeds_outcome_is_its_last_event_or_the_option_that_left_it_out(tmp_
      "candidate beat the input kernel"),
     (("in the beam", ""), "compiler-seed", False, "the knob search tied the compiler seed: no configuration of "
      "max-autotune's own kernels, run standalone, beat them"),
+    (("in the beam", ""), "compiler-seed-cd", False, "the knob search tied the compiler seed: no configuration of "
+     "max-autotune's own kernels, run standalone, beat them"),
     (("left out", "--no-compiler-seed"), "r2-t0", True, "the run left out the compiler seed, torch.compile's own "
      "kernels (--no-compiler-seed); the model's rewrites found no faster structure"),
 ])  # fmt: skip
