@@ -72,8 +72,9 @@ def main() -> None:
     variants = load_portfolio(args.portfolio)
     if args.variants:
         variants = [v for v in variants if v.name in args.variants]
+    # variant by variant, so a deadline cuts the portfolio's last variants, not its last problems
     jobs = [Job(p, resolve_problem(p).name, v, args.out / resolve_problem(p).name / v.name)
-            for p in args.problems for v in variants]  # fmt: skip
+            for v in variants for p in args.problems]  # fmt: skip
     start = time.monotonic()
     run_all(jobs, args, start)
     rows = summarise(jobs)
