@@ -597,8 +597,9 @@ def seed_outcome(out: Path, config: SearchConfig, device: str) -> SeedOutcome | 
     """The compiler seed's outcome: left out by the run's options, else the last event of its own in the run's
     ``events.jsonl`` (over every session of a resumed run); None where none was recorded."""
     if not config.wants_compiler_seed(device):
-        why = ("--no-compiler-seed" if config.compiler_seed is False else "a sweep stays on the starting kernel's "
-               "space" if config.sweep else "on the CPU it needs --compiler-recording")  # fmt: skip
+        # the start saves compiler_seed as settled (False on the CPU too): the device and the sweep say why first
+        why = ("on the CPU it needs --compiler-recording" if not device.startswith("cuda") else "a sweep stays on "
+               "the starting kernel's space" if config.sweep else "--no-compiler-seed")  # fmt: skip
         return SeedOutcome("left out", why)
     found = None
     with contextlib.suppress(OSError):

@@ -266,6 +266,8 @@ def test_the_seeds_outcome_is_its_last_event_or_the_option_that_left_it_out(tmp_
     off = seed_outcome(tmp_path, SearchConfig(problem="p", compiler_seed=False), "cuda")
     assert off == SeedOutcome("left out", "--no-compiler-seed") and off.said == "left out: --no-compiler-seed"
     assert seed_outcome(tmp_path, SearchConfig(problem="p"), "cpu").reason == "on the CPU it needs --compiler-recording"
+    settled = SearchConfig(problem="p", compiler_seed=False)  # as the start saves a CPU run's config
+    assert seed_outcome(tmp_path, settled, "cpu").reason == "on the CPU it needs --compiler-recording"
 
 
 @pytest.mark.parametrize(("seed", "best_id", "proposing", "expected"), [
