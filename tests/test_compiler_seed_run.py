@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import shutil
 
+import pytest
+
 from beamsearch.records.state import BeamState, TaskResult
 from tests.conftest import DATA
 from tests.test_search import _events, run_cli
@@ -87,3 +89,45 @@ def test_a_recording_and_no_seed_contradict_each_other(tmp_path) -> None:
                    str(tmp_path / "run"), "--quiet", timeout=120)  # fmt: skip
     assert done.returncode == 2 and "--no-compiler-seed" in done.stderr, done.stderr
     assert not (tmp_path / "run").exists()
+
+
+def _portfolio_recording(tmp_path):
+    """The cross-entropy's CPU recordings of three variants, each with the configs an autotuner would have
+    chosen: the default, the multi-kernel (its looped reductions picked), and turning persistent
+    reductions off, which gives the multi-kernel's code again."""
+    from workers.proposers.inductor_code import parse_output_code
+
+    folder = tmp_path / "portfolio"
+    for variant in ("default", "multi_kernel", "no_persistent_reductions"):
+        dest = folder / variant
+        shutil.copytree(DATA / "inductor_portfolio" / "cross_entropy_problem" / variant, dest)
+        kernels = parse_output_code((dest / "output_code.py").read_text()).kernels
+        chosen = {name: {"config": {c: 2 if c == "XBLOCK" else 64 for c in k.constexprs} | {"num_warps": 4}}
+                  for name, k in kernels.items()}  # fmt: skip
+        (dest / "chosen_configs.json").write_text(json.dumps(chosen))
+    return folder
+
+
+@pytest.mark.slow
+def test_each_distinct_variant_of_a_portfolio_is_measured_and_repeats_are_merged(tmp_path) -> None:
+    """A problem with no input kernel starts from the default variant's seed; the multi-kernel's joins
+    it in round 0 and the repeat of its code is said and left out."""
+    out = tmp_path / "run"
+    done = run_cli("--problem", str(DATA / "cross_entropy_problem.py"), "--compiler-recording",
+                   str(_portfolio_recording(tmp_path)), "--out", str(out), "--rounds", "1", "--workers", "2",
+                   "--candidates-per-round", "2", "--beam-width", "2", "--quiet", timeout=1200)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    start = TaskResult.model_validate_json((out / "optimization_trace" / "input" / "result.json").read_text())
+    assert start.status == "ok" and start.kernel.origin == "compiler", start.reason
+    multi = TaskResult.model_validate_json(
+        (out / "optimization_trace" / "compiler-seed-multi_kernel" / "result.json").read_text())
+    assert multi.status == "ok", multi.reason
+    assert "triton.multi_kernel=1" in multi.kernel.note and "no_persistent_reductions" in multi.kernel.note
+    said = [e for e in _events(done.stdout.splitlines()) if e["event"] == "compiler_seed"]
+    assert said[0]["variants"] == ["default", "multi_kernel", "no_persistent_reductions"], said
+    repeats = [e for e in said if e["status"] == "duplicate"]
+    assert [e["seed"] for e in repeats] == ["compiler-seed-no_persistent_reductions"], said
+    assert "the same code as compiler-seed-multi_kernel" in repeats[0]["reason"]
+    assert not (out / "optimization_trace" / "compiler-seed-no_persistent_reductions").exists()
+    state = BeamState.model_validate_json((out / "state.json").read_text())
+    assert any(a.kernel_hash == multi.kernel.hash for a in state.history)

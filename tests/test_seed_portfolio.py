@@ -124,6 +124,13 @@ def test_variants_of_the_same_code_are_merged() -> None:
     assert code != other  # the raw text differs (Inductor's metadata), the code does not
 
 
+def test_options_that_change_nothing_are_one_seed() -> None:
+    seeds = _seeds(PORTFOLIO / "24_LogSoftmax")
+    assert list(seeds)[0] == "default" and len(seeds) == 4
+    assert set(duplicates((name, seed.code_key) for name, seed in seeds.items()).values()) == {None, "default"}
+    assert len({seed.code_key for seed in seeds.values()}) == 1
+
+
 def test_the_code_key_ignores_kernel_names_and_tells_a_changed_body_apart() -> None:
     code = (CROSS_ENTROPY / "default" / "output_code.py").read_text()
     renamed = code.replace("triton_per_fused__log_softmax_0", "triton_per_fused__log_softmax_7")
