@@ -73,7 +73,7 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
         "--search-timeout-minutes",
         type=float,
         default=None,
-        help="stop a search after this many minutes (it is resumable), a failed row (default: none)",
+        help="stop a search after this many minutes: a timed_out row, resumable (default: no limit)",
     )
     p.add_argument("--ray-address", default=None, help="run each search as a Ray task on this cluster "
                    "(default: RAY_ADDRESS, if set; else this machine's GPUs)")  # fmt: skip
@@ -101,7 +101,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     _say(f"suite folder: {out}; {len(jobs)} of {len(specs)} problems to search")
     with _sigterm_as_interrupt():
         try:
-            if address:
+            if not jobs:
+                left = []
+            elif address:
                 left = suite.run_on_ray(jobs, command, args.per_gpu, address)
             else:
                 gpus = [g for g in args.gpus.split(",") if g] if args.gpus else visible_gpus()

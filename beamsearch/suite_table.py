@@ -100,7 +100,7 @@ def build_table(rows: list[SuiteRow], **facts: Any) -> SuiteTable:
         vs_best_baseline_headroom=GeoMean(
             value=vs_room,
             count=n_room,
-            over=f"those whose best baseline runs below {HEADROOM_PCT:g} % of the floor",
+            over=f"the finished problems whose best baseline runs below {HEADROOM_PCT:g} % of the floor",
         ),  # fmt: skip
         vs_input=GeoMean(value=vs_input, count=n_input, over="the finished problems"),
         headroom_pct=HEADROOM_PCT,
@@ -134,9 +134,8 @@ def markdown(table: SuiteTable) -> str:
 
 
 def _geomean_line(what: str, g: GeoMean) -> str:
-    if g.value is None:
-        return f"- geometric mean {what}: none, no problem is one of {g.over}"
-    return f"- geometric mean {what}: **{g.value:.3f}x** over {g.count} ({g.over})"
+    value = f"**{g.value:.3f}x**" if g.value is not None else "none"
+    return f"- {what}, geometric mean over {g.over} ({g.count}): {value}"
 
 
 def _wall_line(table: SuiteTable) -> str:
