@@ -1,6 +1,7 @@
-"""``python -m beamsearch.bench --problem P [--kernel K ...]``: eager, torch.compile and kernels, one method.
+"""``python -m beamsearch.bench --problem P [--kernel K]...``: eager, torch.compile and kernels, one method.
 
-Each kernel is verified first and timed only if it passes. Every target is timed in its own child
+Each kernel is verified first and timed only if it passes; exit 1 when one fails either, or its time is
+suspect (docs/cli.md). Every target is timed in its own child
 process by the same clock (see ``workers/harness/clock.py``), in the same dtype, on the same seeded inputs.
 """
 
@@ -12,7 +13,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from beamsearch.cli_common import add_run_options, fail, require_files, resolve_run
+from beamsearch.cli_common import add_run_options, comma_list, fail, finish, require_files, resolve_run
 from beamsearch.records.schema import BenchReport, BenchRow, RunSpec, Timing
 from profiling.gpu_specs import UnknownGpu
 from profiling.work import judge_time, problem_floor
@@ -75,7 +76,8 @@ def speedup(report: BenchReport, row: BenchRow, baseline: str) -> float | None:
     return base_ms / row.ranked_ms
 
 
-def render_report(report: BenchReport, console: Console) -> None:
+def render_report(report: BenchReport, console: Console, *, with_failures: bool = True) -> None:
+    """The table, the floor and the method; with ``with_failures`` each failure's reason below it in red."""
     spec = report.spec
     timing = first_timing(report)
     on_gpu = bool(timing and timing.on_gpu)
@@ -105,11 +107,23 @@ def render_report(report: BenchReport, console: Console) -> None:
             "CPU run: kernels ran in Triton's interpreter, so these times say nothing about GPU speed; "
             "ratios are shown only for GPU runs.", style="yellow",
         )  # fmt: skip
+    for failure in failures(report) if with_failures else []:
+        console.print(failure, style="red", markup=False)
+
+
+def failures(report: BenchReport) -> list[str]:
+    """One line per row that failed: its verdict, its timing (a failed check, a crash, a timeout), or a time
+    faster than the floor allows. A baseline that could not be timed counts too: it was asked for."""
+    out = []
     for row in report.rows:
         if row.verdict is not None and not row.verdict.passed:
-            console.print(f"{row.label}: {row.verdict.status}: {row.verdict.reason}", style="red", markup=False)
+            out.append(f"{row.target}: {row.verdict.status}: {row.verdict.reason}")
         elif row.timing is not None and row.timing.status != "ok":
-            console.print(f"{row.label}: timing {row.timing.status}: {row.timing.reason}", style="red", markup=False)
+            out.append(f"{row.target}: timing {row.timing.status}: {row.timing.reason}")
+        elif row.suspect and report.floor is not None:
+            out.append(f"{row.target}: suspect: {row.ranked_ms:.4f} ms, under the floor's {report.floor.floor_ms:.4f} ms: "
+                       "faster than physics allows")  # fmt: skip
+    return out
 
 
 def row_status(row: BenchRow) -> str:
@@ -133,15 +147,22 @@ def fmt_pct(pct: float | None) -> str:
     return f"{pct:.1f}%" if pct < 10 else f"{pct:.0f}%"
 
 
-def main(argv: list[str] | None = None) -> None:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m beamsearch.bench", description=__doc__)
     add_run_options(parser)
-    parser.add_argument("--kernel", nargs="+", default=None, help="kernel files (default: the input kernel)")
+    # One file per --kernel, as in run, verify and profile; repeated for more (a path may hold a comma).
+    parser.add_argument("--kernel", action="append", default=None, metavar="K",
+                        help="a kernel file; repeat for more (default: the problem's input_kernel.py)")  # fmt: skip
     parser.add_argument(
-        "--baselines", nargs="*", default=["eager", "compile"], choices=list(BUILTIN_TARGETS),
-        help="PyTorch baselines to time (compile-max-autotune compiles for minutes)",
+        "--baselines", type=comma_list(BUILTIN_TARGETS), default=["eager", "compile"],
+        help=f"comma-separated, as in run: {', '.join(BUILTIN_TARGETS)} (empty string: none; default eager,compile; "
+        "compile-max-autotune compiles for minutes)",
     )  # fmt: skip
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
     problem, spec = resolve_run(args)
     kernels = args.kernel or ([problem.input_kernel_path] if problem.input_kernel_path else [])
     if not kernels and not args.baselines:
@@ -152,9 +173,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.json:
         print(report.model_dump_json(indent=2))
     else:
-        render_report(report, console)
-    failed = any(r.suspect or (r.verdict is not None and not r.verdict.passed) for r in report.rows)
-    raise SystemExit(1 if failed else 0)
+        render_report(report, console, with_failures=False)  # said once, on stderr
+    finish(failures(report))
 
 
 if __name__ == "__main__":

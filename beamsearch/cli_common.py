@@ -1,17 +1,29 @@
-"""Options shared by the command-line tools, and turning them into a RunSpec."""
+"""Options shared by the command-line tools, turning them into a RunSpec, and how every tool exits.
+
+The conventions (one spelling and format per shared flag, one table of exit codes) are docs/cli.md's.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import NoReturn, TypeVar
 
 from pydantic import ValidationError
 
 from beamsearch.records.config import SearchConfig
 from beamsearch.records.problems import ProblemNotFound, ProblemRef, resolve_problem
 from beamsearch.records.schema import RunSpec, given_tolerance
+
+# Every tool's exit codes (docs/cli.md): argparse's own 2 for bad usage, so scripts can tell a refused
+# command (nothing ran) from a kernel that failed.
+EXIT_PASSED = 0  # everything asked passed
+EXIT_FAILED = 1  # a kernel failed verification or a timing, its time is suspect, or the work asked failed
+EXIT_USAGE = 2  # bad usage or input (an unknown problem, a missing file), found before any work
+
+T = TypeVar("T")
 
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
@@ -52,9 +64,40 @@ def resolve_run(args: argparse.Namespace) -> tuple[ProblemRef, RunSpec]:
                             tolerance=tolerance)  # fmt: skip
 
 
-def fail(message: str, code: int = 2) -> NoReturn:
+def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
     print(f"error: {message}", file=sys.stderr)
     raise SystemExit(code)
+
+
+def finish(failures: list[str]) -> NoReturn:
+    """Exit 0 when nothing failed; else each failure on its own line of stderr, then exit 1."""
+    for failure in failures:
+        print(f"error: {one_line(failure)}", file=sys.stderr)
+    raise SystemExit(EXIT_FAILED if failures else EXIT_PASSED)
+
+
+def one_line(text: str, limit: int = 400) -> str:
+    """``text`` on one line (a reason may span several), cut at ``limit`` characters: the JSON has it whole."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def comma_list(choices: Sequence[str] | None = None, item: Callable[[str], T] = str) -> Callable[[str], list[T]]:
+    """An argparse ``type`` for a list flag: ``a,b`` is [a, b] and the empty string none, as in ``run``'s
+    ``--baselines``; a name outside ``choices`` or an item ``item`` refuses is a usage error."""
+
+    def parse(text: str) -> list[T]:
+        names = [name.strip() for name in text.split(",") if name.strip()]
+        unknown = [name for name in names if choices is not None and name not in choices]
+        if unknown:
+            raise argparse.ArgumentTypeError(f"unknown {', '.join(unknown)}: choose from {', '.join(choices or [])}, "
+                                             "comma-separated")  # fmt: skip
+        try:
+            return [item(name) for name in names]
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(f"{text!r}: {e}") from None
+
+    return parse
 
 
 def require_files(paths: list[str], what: str) -> None:

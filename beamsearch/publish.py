@@ -27,7 +27,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from beamsearch.cli_common import fail
+from beamsearch.cli_common import EXIT_FAILED, EXIT_PASSED, fail
 from beamsearch.records.problems import ARTIFACTS_DIR, INPUT_KERNEL_FILE, PROBLEM_FILE
 from beamsearch.records.state import Summary
 from beamsearch.records.trace_archive import TRACE_ARCHIVE, pack_trace
@@ -118,12 +118,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         dest = publish(args.run_dir, args.to, force=args.force)
-    except PublishError as e:
+    except PublishError as e:  # refused before any change: a run not finished, results there without --force
         fail(str(e))
     except OSError as e:  # a full disk, a read-only destination: the run folder itself is never changed
-        fail(f"could not publish {args.run_dir}: {e}; the run folder is intact: publish again with --force")
+        fail(f"could not publish {args.run_dir}: {e}; the run folder is intact: publish again with --force",
+             code=EXIT_FAILED)  # fmt: skip
     print(dest / README)
-    return 0
+    return EXIT_PASSED
 
 
 if __name__ == "__main__":

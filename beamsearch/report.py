@@ -25,6 +25,7 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from beamsearch.cli_common import EXIT_FAILED, EXIT_PASSED, fail
 from beamsearch.convergence import Convergence, plot_convergence
 from beamsearch.display import result_line
 from beamsearch.optimiser import PER_WORKER
@@ -564,15 +565,24 @@ def main(argv: list[str] | None = None) -> int:
                         "(default: the parent when it is artifacts/ or its README.md has the markers)")  # fmt: skip
     parser.add_argument("--no-index", action="store_true", help="write only the problems' READMEs")
     args = parser.parse_args(argv)
-    for name in args.folders:
-        folder = Path(name)
-        if not folder.is_dir():
-            try:
-                folder = Path(resolve_problem(name).problem_path).parent
-            except ProblemNotFound as e:
-                parser.error(str(e))
-        print(write_report(folder, args.index, index=not args.no_index))
-    return 0
+    folders = [_folder(name) for name in args.folders]  # every name checked before any is written
+    for folder in folders:
+        try:
+            print(write_report(folder, args.index, index=not args.no_index))
+        except OSError as e:  # TraceWriteError: a file that cannot be written; the run's own files are untouched
+            fail(f"no report for {folder}: {e}", code=EXIT_FAILED)
+    return EXIT_PASSED
+
+
+def _folder(name: str) -> Path:
+    """A problem folder as given, or a bundled problem's; a name that is neither is a usage error."""
+    folder = Path(name)
+    if folder.is_dir():
+        return folder
+    try:
+        return Path(resolve_problem(name).problem_path).parent
+    except ProblemNotFound as e:
+        fail(str(e))
 
 
 if __name__ == "__main__":

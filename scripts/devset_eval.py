@@ -17,7 +17,7 @@ process tree, each as a child process with this checkout's code:
   events.jsonl), else the last line of its stdout that is a JSON object, else the newest ``*.json`` at the
   top of its out folder; the best time is read from the first of SWEEP_MS_KEYS found and the candidate
   count from SWEEP_COUNT_KEYS;
-- bench: ``python -m beamsearch.bench --problem P --baselines eager compile compile-max-autotune --json``:
+- bench: ``python -m beamsearch.bench --problem P --baselines eager,compile,compile-max-autotune --json``:
   the input kernel and the three PyTorch baselines, verified and timed by one clock in one run.
 
 Stages run one after another, never at once: on one GPU they would share its clock and its SMs, and
@@ -157,7 +157,7 @@ def stage_command(stage: str, problem: str, folder: Path, args: argparse.Namespa
             "--problem",
             problem,
             "--baselines",
-            *BENCH_BASELINES,
+            ",".join(BENCH_BASELINES),
             "--json",
         ]
         return bench, ""

@@ -45,8 +45,10 @@ for p in $PROBLEMS; do
     if [ -f "$k" ]; then kernels+=("$k"); else echo "   no $k (see $p.log; a search cut at LIMIT_S=$LIMIT_S s" \
       "before its final re-timing leaves none)" >> "$OUT/replays.txt"; fi
   done
-  python -m beamsearch.bench --problem "$p" --json --baselines eager compile-max-autotune \
-    ${kernels[@]+--kernel "${kernels[@]}"} > "$OUT/$p.bench.json" 2>> "$OUT/$p.log" || true
+  kernel_args=()
+  for k in ${kernels[@]+"${kernels[@]}"}; do kernel_args+=(--kernel "$k"); done
+  python -m beamsearch.bench --problem "$p" --json --baselines eager,compile-max-autotune \
+    ${kernel_args[@]+"${kernel_args[@]}"} > "$OUT/$p.bench.json" 2>> "$OUT/$p.log" || true
   [ -s "$OUT/$p.bench.json" ] || continue  # the bench failed before it timed anything: its log says why
   python - "$OUT/$p.bench.json" >> "$OUT/replays.txt" 2>&1 <<'EOF'
 import json, sys

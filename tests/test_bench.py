@@ -1,12 +1,12 @@
-"""Bench's floor column: % of floor for every timed row, and rows faster than physics flagged."""
+"""Bench's floor column: % of floor for every timed row, rows faster than physics flagged, and what fails it."""
 
 from __future__ import annotations
 
 import pytest
 
-from beamsearch.bench import fmt_pct, fmt_ratio, speedup, with_floor
+from beamsearch.bench import failures, fmt_pct, fmt_ratio, speedup, with_floor
 from beamsearch.records.problems import resolve_problem
-from beamsearch.records.schema import BenchReport, BenchRow, RunSpec, Timing, TimingResult
+from beamsearch.records.schema import BenchReport, BenchRow, RunSpec, Timing, TimingResult, Verdict
 
 SPEC = RunSpec(problem_path=resolve_problem("36").problem_path, shapes="full", device="cuda")
 
@@ -42,3 +42,24 @@ def test_speedup_only_on_gpu_and_only_when_both_are_timed() -> None:
     cpu = BenchReport(problem="36", spec=SPEC, rows=[row("eager", 2.0, "cpu", False), row("k", 0.5, "cpu", False)])
     assert speedup(cpu, cpu.rows[1], "eager") is None
     assert (fmt_ratio(None), fmt_ratio(4.0), fmt_pct(None), fmt_pct(49.6), fmt_pct(0.29)) == ("-", "4.00x", "-", "50%", "0.3%")
+
+
+def test_failures_name_each_row_that_fails_the_bench(monkeypatch, tmp_path) -> None:
+    """What makes the bench exit 1 (docs/cli.md), one line each: a suspect time, a timing that failed a check
+    or crashed (a baseline's too: it was asked for), a failed verdict; a timed row that passed is none."""
+    monkeypatch.setenv("BEAMSEARCH_CACHE_DIR", str(tmp_path))
+    cheat, honest = row("cheat.py", 0.5), row("honest.py", 3.1316)
+    timed = row("timed.py", 1.0).model_copy(update={"timing": TimingResult(
+        target="timed.py", status="failed", reason="timed_outputs: timed repetition 2 of 9 gave a wrong answer")})
+    crashed = BenchRow(label="PyTorch eager", target="eager", timing=TimingResult(target="eager", status="crashed",
+                                                                                  reason="exited with status 1"))
+    wrong = BenchRow(label="wrong.py", target="wrong.py", verdict=Verdict(
+        kernel_path="wrong.py", passed=False, status="incorrect", reason="seed 0: output 0 differs"))
+    report = with_floor(BenchReport(problem="36", spec=SPEC, rows=[honest, cheat, timed, crashed, wrong]))
+    assert failures(report) == [
+        "cheat.py: suspect: 0.5000 ms, under the floor's 1.5659 ms: faster than physics allows",
+        "timed.py: timing failed: timed_outputs: timed repetition 2 of 9 gave a wrong answer",
+        "eager: timing crashed: exited with status 1",
+        "wrong.py: incorrect: seed 0: output 0 differs",
+    ]
+    assert failures(with_floor(BenchReport(problem="36", spec=SPEC, rows=[honest]))) == []
