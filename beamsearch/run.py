@@ -28,7 +28,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from beamsearch.cli_common import fail
+from beamsearch.cli_common import comma_list, fail
 from beamsearch.display import Display
 from beamsearch.driver import Driver, SearchError
 from beamsearch.model_watch import ModelLost
@@ -38,6 +38,7 @@ from beamsearch.records.schema import Kernel, RunSpec
 from beamsearch.records.state import BeamState
 from beamsearch.run_folders import NoRunFound, latest_run_dir, new_run_dir
 from beamsearch.trace import TraceWriteError, TraceWriter
+from workers.harness.timing import BUILTIN_TARGETS
 
 CPU_WORKERS = 2
 # A GPU's share for each of four workers: their compiles and checks overlap while one times; more measured
@@ -75,7 +76,7 @@ def parse_args(argv: list[str] | None) -> tuple[SearchConfig, bool, set[str]]:
     p.add_argument("--atol", type=float, default=None, help=fields["atol"].description)
     p.add_argument("--rtol", type=float, default=None, help=fields["rtol"].description)
     p.add_argument("--shapes", choices=["auto", "full", "small"], default=None)
-    p.add_argument("--baselines", type=lambda s: [x for x in s.split(",") if x], default=None,
+    p.add_argument("--baselines", type=comma_list(BUILTIN_TARGETS), default=None,
                    help="comma-separated: eager, compile, compile-max-autotune (empty string: none)")  # fmt: skip
     p.add_argument("--no-profile", dest="profile", action="store_false", default=None, help="skip ncu")
     p.add_argument("--screen-ratio", dest="screen_ratio", type=float, default=None, help=fields["screen_ratio"].description)
