@@ -102,7 +102,7 @@ def _portfolio_recording(tmp_path):
         dest = folder / variant
         shutil.copytree(DATA / "inductor_portfolio" / "cross_entropy_problem" / variant, dest)
         kernels = parse_output_code((dest / "output_code.py").read_text()).kernels
-        chosen = {name: {"config": {c: 2 if c == "XBLOCK" else 64 for c in k.constexprs} | {"num_warps": 4}}
+        chosen = {name: {"config": {c: 1 if c == "XBLOCK" else 64 for c in k.constexprs} | {"num_warps": 4}}
                   for name, k in kernels.items()}  # fmt: skip
         (dest / "chosen_configs.json").write_text(json.dumps(chosen))
     return folder
