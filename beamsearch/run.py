@@ -59,7 +59,7 @@ def parse_args(argv: list[str] | None) -> tuple[SearchConfig, bool, set[str]]:
     p.add_argument("--config", help="a JSON or TOML file of options (same names, with underscores)")
     p.add_argument("--resume", action="store_true", help="continue a run after its last finished round: the one in "
                    "--out, else the problem's latest under runs/")  # fmt: skip
-    for name in ("kernel", "out", "llm", "api_base", "replay", "device", "address", "compiler_recording"):
+    for name in ("kernel", "out", "llm", "api_base", "replay", "device", "address", "compiler_recording", "compiler_portfolio"):
         p.add_argument(f"--{name.replace('_', '-')}", dest=name, default=None, help=fields[name].description)
     for name in ("rounds", "workers", "beam_width", "directions", "candidates_per_round", "budget_candidates", "seed",
                  "refine_tries", "verify_per_gpu"):
