@@ -40,6 +40,7 @@ def test_stages_of_an_unrolled_loop_are_no_config_knob_and_a_helpers_loop_keeps_
     assert [c["num_stages"] for c in without_autotune(looping).configs["_scale"]] == [3, 2, 3]
 
 
+@pytest.mark.slow
 def test_every_config_is_a_point_of_the_space_and_each_verifies(tmp_path) -> None:
     source = KERNEL.read_text()
     space = space_of(source, SIZES)

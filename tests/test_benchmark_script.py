@@ -29,6 +29,7 @@ def load_script():
 bm = load_script()
 
 
+@pytest.mark.slow
 def test_one_bundled_problem_on_the_cpu(tmp_path) -> None:
     out, md = tmp_path / "run.json", tmp_path / "run.md"
     proc = subprocess.run([sys.executable, str(SCRIPT), "36", "--device", "cpu", "--targets", "eager", "input",

@@ -22,6 +22,7 @@ def run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_verify_exit_status_follows_the_verdict() -> None:
     good = run("beamsearch.verify", "--problem", PROBLEM, "--kernel", str(KERNELS / "good.py"), "--device", "cpu")
     assert good.returncode == 0 and "all checks passed" in good.stdout
@@ -52,6 +53,7 @@ def test_a_missing_kernel_file_is_named_before_any_work() -> None:
         assert "timing" not in out.stderr + out.stdout  # nothing was timed first
 
 
+@pytest.mark.slow
 def test_verify_takes_atol_and_rtol() -> None:
     """A kernel as accurate as PyTorch's bf16 forward where that misses bf16's default rule: told how to
     loosen the rule, it passes with it; a negative or infinite tolerance is refused before any work."""
@@ -65,6 +67,7 @@ def test_verify_takes_atol_and_rtol() -> None:
         assert refused.returncode == 2 and "must be finite and not negative" in refused.stderr, refused.stderr
 
 
+@pytest.mark.slow
 def test_bench_json_times_verified_kernels_only() -> None:
     wrong = str(KERNELS / "wrong_values.py")
     out = run("beamsearch.bench", "--problem", PROBLEM, "--baselines", "eager", "--json",
@@ -79,6 +82,7 @@ def test_bench_json_times_verified_kernels_only() -> None:
     assert report["spec"]["device"] == "cpu" and report["spec"]["shapes"] == "small"
 
 
+@pytest.mark.slow
 def test_bench_table_says_cpu_times_are_not_comparable() -> None:
     out = run("beamsearch.bench", "--problem", PROBLEM, "--baselines", "eager", "--kernel", str(KERNELS / "good.py"))
     assert out.returncode == 0

@@ -229,6 +229,7 @@ def _verify(name: str, source: str, folder: Path, dtype: str = "bf16") -> None:
     assert verdict.passed, f"{verdict.status}: {verdict.reason}\n{verdict.traceback[-2000:]}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("name", "block"),
     [
@@ -344,6 +345,7 @@ MATMUL = "2_Standard_matrix_multiplication_"
 TEMPLATE = "triton_tem_fused_mm_0"
 
 
+@pytest.mark.slow
 def test_a_matmul_template_is_a_seed_whose_tiles_are_knobs(tmp_path: Path) -> None:
     """max-autotune's matmul template (its config in its body, its grid fixed in the launch) becomes a
     kernel whose tiles are launch knobs and whose grid follows them. Its first BLOCK_K (16) does not divide
@@ -406,6 +408,7 @@ def test_where_inductor_left_out_the_k_masks_a_block_k_must_divide_k(tmp_path: P
     assert not verdict.passed and "BLOCK_K must divide 80" in verdict.reason, verdict.reason
 
 
+@pytest.mark.slow
 def test_a_bmm_template_computes_even_k_from_block_k_and_keeps_its_batch_axis(tmp_path: Path) -> None:
     """The bmm template branches on EVEN_K inside the kernel, so EVEN_K follows BLOCK_K; its grid's batch
     axis (3) stays as recorded. A BLOCK_K that does not divide K takes the masked branch and verifies."""
@@ -418,6 +421,7 @@ def test_a_bmm_template_computes_even_k_from_block_k_and_keeps_its_batch_axis(tm
     _verify("bmm_even_k_problem", moved, tmp_path, dtype="fp32")
 
 
+@pytest.mark.slow
 def test_an_addmm_template_takes_the_bias_and_relu_and_the_model_values(tmp_path: Path) -> None:
     """nn.Linear then relu: one addmm template with its epilogue, bound to the model's weight and bias."""
     result = seed_from_recording(SMALL / "linear_relu_problem")
@@ -429,6 +433,7 @@ def test_an_addmm_template_takes_the_bias_and_relu_and_the_model_values(tmp_path
     _verify("linear_relu_problem", moved, tmp_path, dtype="fp32")
 
 
+@pytest.mark.slow
 def test_a_convolution_template_is_a_seed_whose_tiles_are_knobs(tmp_path: Path) -> None:
     """Inductor's convolution template (its grid: output pixels by BLOCK_M, output channels by BLOCK_N) gets
     its tiles as knobs, the grid following them; masked along every axis, it verifies at moved tiles."""

@@ -13,6 +13,8 @@ from beamsearch.records.state import BeamState, TaskResult
 from tests.conftest import DATA
 from tests.test_search import _events, run_cli
 
+pytestmark = pytest.mark.slow  # full searches from the compiler seed: CI runs these (pytest -m slow)
+
 RECORDED = DATA / "inductor_small" / "26_GELU_"  # Inductor's wrapper at the problem's small shapes
 
 

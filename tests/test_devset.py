@@ -72,6 +72,7 @@ def test_the_tuner_reads_block_and_warp_knobs(name: str) -> None:
     assert warps.value == 4 and not warps.inserted  # written in the launch, as a first draft does
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", DEV_SET)
 def test_starting_kernel_verifies_in_the_interpreter(name: str) -> None:
     problem = resolve_problem(name)

@@ -8,6 +8,8 @@ from beamsearch.records.problems import bundled_problem_names, resolve_problem
 from beamsearch.records.schema import RunSpec
 from workers.harness.verify import verify_kernel
 
+pytestmark = pytest.mark.slow  # every bundled input kernel through the judge: CI runs these (pytest -m slow)
+
 
 @pytest.mark.parametrize("name", bundled_problem_names())
 def test_input_kernel_passes(name: str) -> None:

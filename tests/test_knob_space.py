@@ -126,6 +126,7 @@ def test_render_refuses_bad_points_and_another_kernels_space() -> None:
         render(SOURCE.replace("BLOCK=1024", "BLOCK=2048"), space, {})
 
 
+@pytest.mark.slow
 def test_a_point_far_from_the_start_verifies_under_the_interpreter(tmp_path) -> None:
     problem = resolve_problem("43")  # max-pool 3D: a block, warps and stages
     source = open(problem.input_kernel_path).read()

@@ -11,9 +11,13 @@ import sys
 import threading
 import time
 
+import pytest
+
 from beamsearch.records.state import BeamState, TaskResult
 from tests.llm_server import HttpError, Reply, Respond, ScriptedLLMServer, Slow
 from tests.test_search import PROBLEM, ROOT, START, _env, _events, check_trace, remove_private_ray, run_cli
+
+pytestmark = pytest.mark.slow  # full searches against scripted model servers: CI runs these (pytest -m slow)
 
 DIAGNOSIS = json.dumps([{"category": "memory", "summary": "rows per program"}])
 

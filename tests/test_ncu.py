@@ -41,6 +41,7 @@ def test_no_permission_to_counters(monkeypatch, tmp_path) -> None:
     assert not profile.available and "ERR_NVGPUCTRPERM" in profile.reason and "permission" in profile.reason
 
 
+@pytest.mark.slow
 def test_ncu_timeout_is_killed(monkeypatch, tmp_path) -> None:
     script = fake_ncu(tmp_path, "sleep 60")
     monkeypatch.setattr(ncu, "find_ncu", lambda: script)

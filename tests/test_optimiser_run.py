@@ -8,9 +8,13 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from beamsearch.records.state import BeamState
 from tests.conftest import DATA
 from tests.test_search import PROBLEM, ROOT, START, _env, _events, check_trace, run_cli
+
+pytestmark = pytest.mark.slow  # full searches with the offline optimiser: CI runs these (pytest -m slow)
 
 
 def test_a_bundled_problem_searched_by_the_optimiser_ends_no_slower_than_its_input(tmp_path) -> None:

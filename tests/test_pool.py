@@ -12,6 +12,8 @@ import ray
 
 from beamsearch.pool import WorkerPool
 
+pytestmark = pytest.mark.slow  # Ray worker pools: CI runs these (pytest -m slow)
+
 
 @pytest.fixture
 def local_ray(monkeypatch: pytest.MonkeyPatch):

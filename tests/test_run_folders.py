@@ -15,6 +15,8 @@ from beamsearch.run_folders import NoRunFound, latest_run_dir, new_run_dir
 from tests.conftest import DATA
 from tests.test_search import _env
 
+pytestmark = pytest.mark.slow  # full searches: CI runs these (pytest -m slow)
+
 PROBLEM = DATA / "scale_rows_problem.py"
 START = DATA / "search" / "input_kernel.py"
 

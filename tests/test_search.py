@@ -28,6 +28,8 @@ from beamsearch.run import PRIVATE_RAY_PREFIX
 from tests.conftest import DATA
 from tests.llm_server import Reply, Respond, ScriptedLLMServer, Slow
 
+pytestmark = pytest.mark.slow  # full searches: CI runs these (pytest -m slow)
+
 PROBLEM = str(DATA / "scale_rows_problem.py")
 START = DATA / "search" / "input_kernel.py"
 ROOT = Path(__file__).resolve().parent.parent
