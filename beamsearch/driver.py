@@ -197,7 +197,11 @@ class Driver:
         one unless ``compiler_portfolio`` names another); an unreadable file leaves the default alone."""
         config = self.state.config
         if config.compiler_recording:
-            names = recorded_variants(config.compiler_recording) or [DEFAULT_VARIANT]
+            try:
+                order = [v.name for v in load_portfolio(config.compiler_portfolio)]
+            except PortfolioError:
+                order = []
+            names = recorded_variants(config.compiler_recording, order) or [DEFAULT_VARIANT]
             return [PortfolioVariant(name=name) for name in names]
         if not self.state.spec.device.startswith("cuda"):  # nothing is recorded here: one answer says why
             return [PortfolioVariant(name=DEFAULT_VARIANT)]

@@ -100,6 +100,17 @@ def _seeds(problem: Path) -> dict[str, SeedResult]:
     return {name: seed_from_recording(recorded_variant_folder(problem, name)) for name in recorded_variants(problem)}
 
 
+def test_a_recording_folders_variants_come_in_the_portfolios_order(tmp_path: Path) -> None:
+    """The dedupe keeps the first variant of each code: a folder's variants are read in the portfolio's
+    order (not by name), so the kept seed is the one the portfolio lists first."""
+    for name in ("no_epilogue_fusion", "tile_reductions", "default", "no_persistent_reductions", "zeta"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "output_code.py").write_text("# recorded\n")
+    order = [v.name for v in load_portfolio()]
+    assert recorded_variants(tmp_path, order) == ["default", "no_persistent_reductions", "tile_reductions",
+                                                  "no_epilogue_fusion", "zeta"]  # fmt: skip
+
+
 def test_a_portfolio_recording_lists_its_variants_default_first(tmp_path: Path) -> None:
     names = recorded_variants(CROSS_ENTROPY)
     assert names[0] == "default" and "multi_kernel" in names

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -134,15 +135,17 @@ def _same_kind(current: object, value: OptionValue) -> bool:
     return isinstance(value, type(current))
 
 
-def recorded_variants(folder: str | Path) -> list[str]:
+def recorded_variants(folder: str | Path, order: Sequence[str] = ()) -> list[str]:
     """The variants a recording folder holds: ``default`` alone for one recording (``output_code.py`` in
-    it), else each sub-folder that holds one (``default`` first): a portfolio recorded with
-    scripts/record_portfolio.py."""
+    it), else each sub-folder that holds one: a portfolio recorded with scripts/record_portfolio.py.
+    ``default`` first, then in ``order`` (the portfolio's), then the rest by name: the dedupe keeps the
+    first variant of each code, the one whose options the portfolio lists first."""
     folder = Path(folder)
     if (folder / "output_code.py").is_file():
         return [DEFAULT_VARIANT]
-    names = sorted(p.name for p in folder.iterdir() if (p / "output_code.py").is_file()) if folder.is_dir() else []
-    return sorted(names, key=lambda n: n != DEFAULT_VARIANT)
+    names = [p.name for p in folder.iterdir() if (p / "output_code.py").is_file()] if folder.is_dir() else []
+    rank = {name: i for i, name in enumerate(order)}
+    return sorted(names, key=lambda n: (n != DEFAULT_VARIANT, rank.get(n, len(rank)), n))
 
 
 def recorded_variant_folder(folder: str | Path, variant: str) -> Path | None:
