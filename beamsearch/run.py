@@ -19,9 +19,11 @@ import contextlib
 import logging
 import os
 import shutil
+import signal
 import socket
 import sys
 import tempfile
+import threading
 import traceback
 from importlib import import_module
 from pathlib import Path
@@ -113,6 +115,10 @@ def parse_args(argv: list[str] | None) -> tuple[SearchConfig, bool, set[str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # SIGINT is how Ctrl-C, the suite and the dev-set evaluation stop a search with its trace kept. A
+    # process started from a shell's background job inherits SIGINT ignored, and Python keeps it so.
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     config, resume, given = parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:

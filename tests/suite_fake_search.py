@@ -15,12 +15,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 from pathlib import Path
 
 
 def main() -> int:
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # as beamsearch.run does, whatever it inherited
     p = argparse.ArgumentParser()
     p.add_argument("--problem", required=True)
     p.add_argument("--out", required=True)

@@ -327,9 +327,12 @@ def test_problem_sizes_read_without_running_the_problem() -> None:
 def test_the_minutes_budget_stops_the_run_before_a_round_and_is_auto_only_offline() -> None:
     from beamsearch.display import Display
     from beamsearch.driver import Driver
+    from beamsearch.records.state import RoundRecord
 
     events: list[dict] = []
-    state = beam_state().model_copy(update={"elapsed_s": 301.0, "round": 2})
+    # the budget counts the rounds' own time, not the start's: two rounds of 150.5 s spend 5 minutes
+    rounds = [RoundRecord(round=n, tasks=1, ok=1, failed=0, wall_s=150.5) for n in (1, 2)]
+    state = beam_state().model_copy(update={"elapsed_s": 301.0 + 600.0, "round": 2, "rounds": rounds, "setup_s": 600.0})
     state = state.model_copy(
         update={"config": state.config.model_copy(update={"budget_minutes": 5.0, "rounds": 8})}
     )
@@ -337,7 +340,7 @@ def test_the_minutes_budget_stops_the_run_before_a_round_and_is_auto_only_offlin
         state, pool=None, trace=None, display=Display(True, events.append), problem="p", versions={}
     )
     driver.run_rounds()  # no pool needed: no round may start
-    assert driver.state.round == 2 and driver.stop_reason.startswith("the budget of 5 minutes is spent")
+    assert driver.state.round == 2 and driver.stop_reason.startswith("the budget of 5 minutes of search is spent")
     assert events[-1]["event"] == "stop" and events[-1]["after_round"] == 2
     assert SearchConfig(problem="p").minutes_budget() == 8.0
     assert SearchConfig(problem="p", llm="openai/m").minutes_budget() is None

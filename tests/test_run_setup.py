@@ -390,3 +390,19 @@ def test_only_a_gpu_run_at_full_shapes_is_offered_for_publishing(tmp_path) -> No
     assert "publish" not in cpu.replace("not one to publish", "") and "Triton's interpreter on the CPU" in cpu
     small = results_line(tmp_path, RunSpec(problem_path="/p/problem.py", device="cuda", shapes="small"))
     assert "beamsearch.publish" not in small and "small shapes" in small
+
+
+def test_a_search_stops_on_sigint_even_where_it_inherited_sigint_ignored() -> None:
+    """The suite and the dev-set evaluation stop a search with SIGINT; a process started from a shell's
+    background job inherits SIGINT ignored, which Python keeps. The search takes Python's handler back."""
+    import signal
+
+    from beamsearch import run
+
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with pytest.raises(SystemExit):
+            run.main(["--problem", "no_such_problem_zz"])
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, before)
