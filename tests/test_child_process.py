@@ -19,6 +19,7 @@ def spare_of(module: str) -> child_process._Child:
     return child_process._spares[child_process.spare_key(module, child_process.child_env("cpu"))]
 
 
+@pytest.mark.slow
 def test_each_job_gets_a_fresh_process_and_a_spare_waits(scale_spec: RunSpec) -> None:
     verify_kernel(scale_spec, str(KERNELS / "good.py"))
     spare = spare_of("workers.harness.verify_child")
@@ -61,6 +62,7 @@ def test_the_kernels_cwd_and_what_it_wrote_there_are_removed(scale_spec: RunSpec
     assert "beamsearch-child-" in cwd and not os.path.exists(cwd)
 
 
+@pytest.mark.slow
 def test_processes_a_kernel_starts_are_rejected_and_do_not_outlive_its_job(
     scale_spec: RunSpec, tmp_path, monkeypatch
 ) -> None:
@@ -110,6 +112,7 @@ def test_a_result_the_child_did_not_sign_is_rejected(monkeypatch) -> None:
     assert child_process.open_envelope(key, "not json") is None
 
 
+@pytest.mark.slow
 def test_a_spare_from_another_environment_is_not_reused(scale_spec: RunSpec, monkeypatch) -> None:
     child_process._kill_spares()  # others' spares of other environments would count against the two kept
     verify_kernel(scale_spec, str(KERNELS / "good.py"))

@@ -32,6 +32,7 @@ def test_verify_exit_status_follows_the_verdict() -> None:
     assert verdict["status"] == "incorrect" and "never written" in verdict["reason"]
 
 
+@pytest.mark.slow
 def test_unknown_problem_and_missing_gpu_are_clear_errors() -> None:
     unknown = run("beamsearch.verify", "--problem", "99_nope")
     assert unknown.returncode == 2 and "43_Max_Pooling_3D" in unknown.stderr
@@ -42,6 +43,7 @@ def test_unknown_problem_and_missing_gpu_are_clear_errors() -> None:
         assert no_gpu.returncode == 2 and "no CUDA GPU" in no_gpu.stderr
 
 
+@pytest.mark.slow
 def test_a_missing_kernel_file_is_named_before_any_work() -> None:
     missing = str(KERNELS / "no_such_kernel.py")
     verify = run("beamsearch.verify", "--problem", PROBLEM, "--device", "cpu", "--kernel", missing)

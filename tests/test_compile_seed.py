@@ -447,6 +447,7 @@ def test_a_convolution_template_is_a_seed_whose_tiles_are_knobs(tmp_path: Path) 
     _verify("conv2d_problem", moved, tmp_path, dtype="fp32")
 
 
+@pytest.mark.slow
 def test_a_second_layers_weights_are_bound_by_their_qualified_names(tmp_path: Path) -> None:
     """Two linear layers: the recorder names the second's weight and bias ``fc2_weight`` and ``fc2_bias``
     (the first layer has ``weight`` and ``bias``), and the seed takes and verifies with all four."""

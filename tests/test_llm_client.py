@@ -199,6 +199,7 @@ def test_importing_the_module_does_not_import_litellm() -> None:
     assert run.stdout.strip() == "False"
 
 
+@pytest.mark.slow
 def test_no_network_beyond_the_configured_server(server: ScriptedLLMServer) -> None:
     """Import, client creation and a call reach only 127.0.0.1: no price map, telemetry or callbacks."""
     server.script(Reply("local only"))
@@ -249,6 +250,7 @@ def test_a_key_given_by_the_caller_is_sent(
     assert server.chat_requests()[0].headers["Authorization"] == "Bearer sk-from-driver"
 
 
+@pytest.mark.slow
 def test_a_deadline_cuts_a_hanging_request_and_skips_retries(server: ScriptedLLMServer) -> None:
     """Issue 24 point 7: a task's requests end by its deadline, so the task returns what it paid for."""
     import time

@@ -51,6 +51,7 @@ def prompts_of(server: ScriptedLLMServer, marker: str) -> list[str]:
     return [t for t in texts if marker in t]
 
 
+@pytest.mark.slow
 def test_the_cause_of_no_kernel_is_in_the_reason_the_console_and_the_folder(server) -> None:
     """Point 1: the reply's fault, not "see the exchanges", in the reason and the console's line; the
     folder says what came back instead of an empty opt_reply.txt; a panel in a terminal still shows the

@@ -66,6 +66,7 @@ log="$2"; shift 2
 echo "$REPORT" > "$log"'''
 
 
+@pytest.mark.slow
 def test_the_profiled_process_gets_its_job_on_stdin_and_ncus_report_is_read_back(monkeypatch, tmp_path) -> None:
     """On the CPU the profiled call itself fails (no CUDA), but that answer has to come through the job's
     signed result, and the report through the job's folder; a spare waits for the next job."""
@@ -86,6 +87,7 @@ def test_the_profiled_process_gets_its_job_on_stdin_and_ncus_report_is_read_back
     child_process._kill_spares()
 
 
+@pytest.mark.slow
 def test_a_workers_ncu_process_started_ahead_serves_its_first_profile(monkeypatch, tmp_path) -> None:
     from workers.harness import child_process
 

@@ -129,6 +129,7 @@ def test_a_job_alone_waits_for_running_jobs_and_holds_back_new_ones(cuda_spec, t
     assert order == ["first in", "first out", "rerun in", "rerun out", "late in", "late out"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stage", ["verify", "time"])
 def test_an_exclusive_child_waits_for_the_measurement_lock(stage: str, scale_spec: RunSpec, monkeypatch, tmp_path) -> None:
     """The child itself takes the lock (the worker never opens a CUDA context): while another process

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # builds a wheel: CI runs these (pytest -m slow)
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGED = ("beamsearch", "workers", "profiling", "prompts")
 

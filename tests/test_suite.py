@@ -114,6 +114,7 @@ def test_gpu_places_set_each_search_s_gpu(tmp_path, monkeypatch) -> None:
     assert table(out).places == ["gpu 3 #0", "gpu 5 #0", "gpu 3 #1", "gpu 5 #1"]
 
 
+@pytest.mark.slow
 def test_a_failing_problem_is_a_row_with_its_reason_and_the_others_finish(tmp_path, no_gpu) -> None:
     problems = tmp_path / "problems"
     good = problem(problems, "good", sleep=0.1)
@@ -155,6 +156,7 @@ def test_the_last_meaningful_line_of_stderr() -> None:
                                                             "--resume", "--rounds", "1"]  # fmt: skip
 
 
+@pytest.mark.slow
 def test_a_killed_suite_skips_finished_problems_and_resumes_unfinished_ones(tmp_path) -> None:
     """SIGTERM mid-way: the finished search stays finished, the running one is stopped with its trace kept;
     the same command again searches only the unfinished one, with --resume, and the table has both."""

@@ -86,6 +86,7 @@ def test_the_timing_childs_checks_of_timed_outputs_take_the_runs_rule(scale_spec
     assert loose.status == "ok", loose.reason
 
 
+@pytest.mark.slow
 def test_a_kernel_that_dies_when_timed_fails_its_timing_not_its_verdict(scale_spec: RunSpec) -> None:
     verdict = verify_kernel(scale_spec, str(KERNELS / "exits_when_timed.py"), timing=TimingKnobs())
     assert verdict.passed, verdict.reason
@@ -93,6 +94,7 @@ def test_a_kernel_that_dies_when_timed_fails_its_timing_not_its_verdict(scale_sp
     assert "exited with status 0" in verdict.timing.reason, verdict.timing.reason
 
 
+@pytest.mark.slow
 def test_a_kernel_that_hangs_when_timed_is_killed_holding_the_lock_and_its_timing_is_a_timeout(
     scale_spec: RunSpec, tmp_path
 ) -> None:
@@ -425,11 +427,13 @@ def test_a_failing_target_is_a_value_not_an_exception(scale_spec: RunSpec) -> No
     assert result.status == "failed" and "SyntaxError" in result.reason and result.timing is None
 
 
+@pytest.mark.slow
 def test_a_hanging_target_is_killed(scale_spec: RunSpec) -> None:
     result = time_target(scale_spec, str(KERNELS / "hangs.py"), timeout_s=10)
     assert result.status == "timeout"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["detaches_and_hangs.py", "detaches_and_exits.py"])
 def test_a_process_a_timed_kernel_detached_ends_with_its_timing(name: str, scale_spec: RunSpec, detached_left) -> None:
     result = time_target(scale_spec, str(KERNELS / name), timeout_s=10)

@@ -40,12 +40,14 @@ def test_bad_kernel_is_rejected_for_the_right_reason(name: str, scale_spec: RunS
         assert failed == [check]
 
 
+@pytest.mark.slow
 def test_hanging_kernel_times_out_and_the_caller_carries_on(scale_spec: RunSpec) -> None:
     verdict = verify_kernel(scale_spec, str(KERNELS / "hangs.py"), timeout_s=15)
     assert verdict.status == "timeout" and not verdict.passed
     assert 15 <= verdict.duration_s < 30
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "status"), [("detaches_and_hangs.py", "timeout"), ("detaches_and_exits.py", "crashed")])
 def test_a_process_a_kernel_detached_ends_with_its_verification(name: str, status: str, scale_spec: RunSpec,
                                                                  detached_left) -> None:  # fmt: skip
@@ -57,6 +59,7 @@ def test_a_process_a_kernel_detached_ends_with_its_verification(name: str, statu
     assert detached_left() == [], "the kernel's detached process outlived its verification"
 
 
+@pytest.mark.slow
 def test_a_first_call_past_its_limit_is_a_timeout_that_says_it_was_the_compile(scale_spec: RunSpec) -> None:
     """A tuner's variant whose first call (its compile) takes far longer than a compile should is stopped
     then, not at the child's timeout; without the limit the same kernel is slow once and passes."""

@@ -90,6 +90,7 @@ def test_a_seed_seen_before_in_the_processes_starts_fresh_ones(scale_spec, sessi
     assert session.processes == 2
 
 
+@pytest.mark.slow
 def test_a_hang_in_a_session_is_killed_and_the_next_kernel_gets_fresh_processes(scale_spec, session, tmp_path) -> None:
     _verify(scale_spec, _copy(tmp_path, "good.py", "v1.py"), 10, session, tmp_path)
     knobs = TimingKnobs(seed=20, lock_dir=str(tmp_path / "locks"), **BUDGET)
