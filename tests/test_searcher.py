@@ -223,6 +223,7 @@ def test_bad_inputs_get_clear_messages() -> None:
     assert Searcher(SPACE, seed=0).best() is None
 
 
+@pytest.mark.slow
 def test_suggested_points_of_a_real_kernel_verify_under_the_interpreter(tmp_path) -> None:
     from beamsearch.records.problems import resolve_problem
     from beamsearch.records.schema import RunSpec

@@ -252,6 +252,7 @@ def fake_gpu_ray(monkeypatch: pytest.MonkeyPatch):
             ray.shutdown()
 
 
+@pytest.mark.slow
 def test_on_ray_each_search_is_a_task_with_its_gpu_share(tmp_path, fake_gpu_ray) -> None:
     """Two fake GPUs, two searches a GPU: four run at once, the fifth when one ends; each search sees the
     GPU Ray gave its task and no RAY_ADDRESS (so it would start its own Ray)."""

@@ -107,6 +107,7 @@ def test_a_kernel_without_launches_has_no_proposals() -> None:
                                    diagnosis("memory"), []) == []  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", bundled_problem_names())
 def test_proposals_for_the_input_kernels_verify(name: str, tmp_path) -> None:
     problem = resolve_problem(name)
@@ -120,6 +121,7 @@ def test_proposals_for_the_input_kernels_verify(name: str, tmp_path) -> None:
         assert verdict.passed, f"{kernel.note}: {verdict.status}: {verdict.reason}"
 
 
+@pytest.mark.slow
 def test_grid_swap_rewrites_grid_and_program_ids_and_still_verifies(tmp_path) -> None:
     parent = input_kernel("82")
     (knob,) = [k for k in find_knobs(parent.source) if k.kind == "grid"]

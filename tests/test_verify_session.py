@@ -171,6 +171,7 @@ def test_each_gpu_step_of_the_checks_holds_the_use_lock_and_lets_go_between(monk
     assert len(holds) == 8 and depth[0] == 0  # the problem, the import, three seeds, three cache checks
 
 
+@pytest.mark.slow
 def test_every_bad_kernel_gets_its_one_shot_verdict_in_a_session_and_ends_it(scale_spec, session, tmp_path) -> None:
     """Each bad kernel of tests/test_verify.py, met in a session after a kernel that passed: the same
     status, check and reason as verified alone; the session's processes end; the next kernel passes in
