@@ -58,7 +58,7 @@ def test_a_users_setting_and_a_cpu_run_are_left_as_they_are() -> None:
 
 
 def test_the_bar_is_the_fastest_timed_baseline_and_only_on_a_gpu() -> None:
-    from beamsearch.driver import best_baseline
+    from beamsearch.outcome import best_baseline
     from beamsearch.records.state import Baseline
 
     runs = [Baseline(label="eager", target="eager", median_ms=8.4, status="ok"),
@@ -255,7 +255,7 @@ def _seed_events(out, *events: dict) -> None:
 
 
 def test_the_seeds_outcome_is_its_last_event_or_the_option_that_left_it_out(tmp_path) -> None:
-    from beamsearch.driver import SeedOutcome, seed_outcome
+    from beamsearch.outcome import SeedOutcome, seed_outcome
 
     gpu = SearchConfig(problem="p")
     assert seed_outcome(tmp_path, gpu, "cuda") is None  # no event recorded
@@ -288,7 +288,7 @@ def test_the_seeds_outcome_is_its_last_event_or_the_option_that_left_it_out(tmp_
      "kernels (--no-compiler-seed); the model's rewrites found no faster structure"),
 ])  # fmt: skip
 def test_a_loss_to_the_best_baseline_says_why_where_the_run_knows(seed, best_id, proposing, expected, tmp_path) -> None:
-    from beamsearch.driver import SeedOutcome, loss_reason
+    from beamsearch.outcome import SeedOutcome, loss_reason
     from beamsearch.records.schema import RunSpec
     from beamsearch.records.state import BeamEntry, BeamState
 
@@ -299,7 +299,7 @@ def test_a_loss_to_the_best_baseline_says_why_where_the_run_knows(seed, best_id,
 
 
 def test_a_knob_variant_of_the_seed_that_loses_says_the_search_tied_it() -> None:
-    from beamsearch.driver import SeedOutcome, loss_reason
+    from beamsearch.outcome import SeedOutcome, loss_reason
     from beamsearch.records.schema import RunSpec
     from beamsearch.records.search import KnobSpace, SearcherState
     from beamsearch.records.state import BeamEntry, BeamState, OptimiserState, SpaceSearch
