@@ -41,6 +41,7 @@ from beamsearch.outcome import (
     SEED_NOT_KEPT,
     best_baseline,
     loss_reason,
+    ratio,
     seed_outcome,
 )
 from beamsearch.pool import WorkerPool
@@ -519,9 +520,9 @@ class Driver:
             baselines=state.baselines, input_ms=input_ms, floor=state.floor, rounds=state.rounds, final_retime=retimed,
             retime_notes=notes,
             best_id=best.id if best else None, best_ms=best_ms, best_round=best.round if best else None,
-            speedup_vs_input=_ratio(input_ms, best_ms), speedup_vs_eager=_ratio(by_label.get("eager"), best_ms),
-            speedup_vs_compile=_ratio(by_label.get("compile"), best_ms), pct_of_floor=floor_pct,
-            best_baseline=bar.label if bar else None, speedup_vs_best_baseline=_ratio(bar.median_ms if bar else None, best_ms),
+            speedup_vs_input=ratio(input_ms, best_ms), speedup_vs_eager=ratio(by_label.get("eager"), best_ms),
+            speedup_vs_compile=ratio(by_label.get("compile"), best_ms), pct_of_floor=floor_pct,
+            best_baseline=bar.label if bar else None, speedup_vs_best_baseline=ratio(bar.median_ms if bar else None, best_ms),
             candidates=sum(r.tasks for r in state.rounds), candidates_ok=sum(r.ok for r in state.rounds),
             tokens=sum(r.tokens for r in state.rounds), cost_usd=sum(r.cost_usd for r in state.rounds),
             wall_s=self._elapsed(), gpu_measure_s=sum(r.gpu_measure_s for r in state.rounds),
@@ -550,7 +551,7 @@ class Driver:
                                    self.problem)  # fmt: skip
 
     def _speedup(self, ms: float | None) -> float | None:
-        return _ratio(self.state.input.ranked_ms if self.state.input else None, ms)
+        return ratio(self.state.input.ranked_ms if self.state.input else None, ms)
 
     def _elapsed(self) -> float:
         return self.state.elapsed_s + time.time() - self.session_start
@@ -584,9 +585,6 @@ def _same_task(task: Task | None, result: TaskResult) -> bool:
     proposed = proposed_kernel(result)
     return task.kernel is None or (proposed is not None and proposed.hash == task.kernel.hash)
 
-
-def _ratio(base: float | None, ms: float | None) -> float | None:
-    return base / ms if base and ms else None
 
 
 def out_has_run(out: Path) -> bool:

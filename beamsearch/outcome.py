@@ -98,3 +98,8 @@ def _searched_from(entry: BeamEntry, state: BeamState) -> str | None:
     """The id of the kernel whose knob space ``entry`` is a point of (an optimiser's variant), else None."""
     search = state.optimiser.searches.get(entry.kernel.parent_hash or "")
     return search.root_id if search else None
+
+
+def ratio(base_ms: float | None, ms: float | None) -> float | None:
+    """How many times faster ``ms`` is than ``base_ms`` (> 1: faster); None where either is missing."""
+    return base_ms / ms if base_ms and ms else None

@@ -29,6 +29,7 @@ from beamsearch.cli_common import EXIT_FAILED, EXIT_PASSED, fail
 from beamsearch.convergence import Convergence, plot_convergence
 from beamsearch.display import result_line
 from beamsearch.optimiser import PER_WORKER
+from beamsearch.outcome import ratio
 from beamsearch.records.problems import ARTIFACTS_DIR, ProblemNotFound, resolve_problem
 from beamsearch.records.state import BeamState, FinalTiming, RoundRecord, Summary, TaskResult
 from beamsearch.records.trace_archive import TRACE_ARCHIVE, unpacked_trace
@@ -157,9 +158,9 @@ def row_cells(run: Run, link: bool = False) -> list[str]:
     s = run.summary
     best_id, best_ms, best_round = run.best
     input_ms = run.input_ms
-    vs_input = s.speedup_vs_input if s else _ratio(input_ms, best_ms)
-    vs_eager = s.speedup_vs_eager if s else _ratio(run.baseline_ms("eager"), best_ms)
-    vs_compile = s.speedup_vs_compile if s else _ratio(run.baseline_ms("compile"), best_ms)
+    vs_input = s.speedup_vs_input if s else ratio(input_ms, best_ms)
+    vs_eager = s.speedup_vs_eager if s else ratio(run.baseline_ms("eager"), best_ms)
+    vs_compile = s.speedup_vs_compile if s else ratio(run.baseline_ms("compile"), best_ms)
     pct = s.pct_of_floor if s else (100.0 * run.floor_ms / best_ms if run.floor_ms and best_ms else None)
     if run.on_cpu:
         vs_eager = vs_compile = None  # the interpreter against native PyTorch: no GPU meaning
@@ -195,9 +196,6 @@ def fmt_x(v: float | None) -> str:
 def fmt_pct(v: float | None) -> str:
     return "-" if v is None else f"{v:.1f} %"
 
-
-def _ratio(base: float | None, ms: float | None) -> float | None:
-    return base / ms if base and ms else None
 
 
 def environment_line(run: Run) -> str:
@@ -309,7 +307,7 @@ def rounds_table(run: Run) -> str:
         note = "" if r.ok else " (none passed)"
         failed = f"{r.failed}; {r.inconclusive} inconclusive" if r.inconclusive else str(r.failed)
         rows.append([str(r.round), str(r.tasks), f"{r.ok}{note}", failed, f"`{r.best_id}`" if r.best_id else "-",
-                     fmt_ms(r.best_ms), fmt_ms(running), fmt_x(_ratio(start, running)),
+                     fmt_ms(r.best_ms), fmt_ms(running), fmt_x(ratio(start, running)),
                      ", ".join(f"`{b}`" for b in r.beam) or "-", f"{r.wall_s:.0f}", str(r.tokens), f"{r.cost_usd:.2f}"])  # fmt: skip
     if not rows:
         return "No round recorded yet."
@@ -342,7 +340,7 @@ def best_round_text(run: Run) -> str:
             lines[0] += (f" The fastest candidate of the rounds was `{fastest.best_id}` (round {fastest.round}, "
                          f"{fmt_ms(fastest.best_ms)} ms as measured then).")  # fmt: skip
     else:
-        vs_input = run.summary.speedup_vs_input if run.summary else _ratio(run.input_ms, best_ms)
+        vs_input = run.summary.speedup_vs_input if run.summary else ratio(run.input_ms, best_ms)
         lines = [f"Round {best_round}: `{best_id}` at {fmt_ms(best_ms)} ms, {fmt_x(vs_input)} faster than the input kernel."]
         result = _best_result(run)
         if result is not None and result.kernel is not None and result.kernel.note:

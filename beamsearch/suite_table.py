@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from beamsearch.outcome import ratio
 from beamsearch.records.suite import BaselineRatio, GeoMean, SuiteRow, SuiteTable
 
 HEADROOM_PCT = 80.0  # a best baseline below this share of the floor leaves room to beat it
@@ -32,7 +33,7 @@ def summary_fields(summary: dict[str, Any]) -> dict[str, Any]:
     best_ms = _number(summary.get("best_ms"))
     baselines = [b for b in summary.get("baselines") or [] if isinstance(b, dict) and b.get("label")]
     ratios = [BaselineRatio(label=str(b["label"]), ms=_number(b.get("median_ms")),
-                            ratio=_ratio(_number(b.get("median_ms")), best_ms)) for b in baselines]  # fmt: skip
+                            ratio=ratio(_number(b.get("median_ms")), best_ms)) for b in baselines]  # fmt: skip
     bar = summary.get("best_baseline")
     if "best_baseline" not in summary and _on_gpu(
         summary
@@ -49,7 +50,7 @@ def summary_fields(summary: dict[str, Any]) -> dict[str, Any]:
         "best_baseline": bar if isinstance(bar, str) else None,
         "best_baseline_ms": bar_ms,
         "speedup_vs_best_baseline": _number(summary.get("speedup_vs_best_baseline"))
-        or _ratio(bar_ms, best_ms),
+        or ratio(bar_ms, best_ms),
         "baselines": ratios,
         "pct_of_floor": _number(summary.get("pct_of_floor")),
         "best_baseline_pct_of_floor": 100.0 * floor_ms / bar_ms if floor_ms and bar_ms else None,
@@ -161,9 +162,6 @@ def _on_gpu(summary: dict[str, Any]) -> bool:
 def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
-
-def _ratio(baseline_ms: float | None, best_ms: float | None) -> float | None:
-    return baseline_ms / best_ms if baseline_ms and best_ms else None
 
 
 def _ms(ms: float | None) -> str:
