@@ -242,6 +242,8 @@ class OptimiserState(Record):
     compiled: dict[str, dict[str, TimedCode]] = Field({}, description="by search: compiled-code hash -> the first "
                                                       "point timed running it; a later point running it is a "
                                                       "duplicate, stopped before its timing, told that time")  # fmt: skip
+    observed: list[str] = Field([], description="task ids whose results the searchers have learned: a round "
+                                "resumed after a later round's results came in does not teach them twice")  # fmt: skip
 
 
 class PendingKernel(Record):
@@ -253,6 +255,25 @@ class PendingKernel(Record):
     parent: BeamEntry
     direction: int
     from_task: str
+
+
+class PlannedPoint(Record):
+    """A knob point a planned candidate answers: of the search keyed by its root kernel's hash."""
+
+    search: str
+    point: dict[str, int]
+
+
+class RoundPlan(Record):
+    """A round's tasks as planned, written before the first is handed out. The next round is planned while
+    this one's last candidates run, from whatever results are back; a resumed round runs this plan rather
+    than a new one, so nothing is tried twice and nothing finished is lost."""
+
+    round: int
+    tasks: list[Task]
+    points: dict[str, list[PlannedPoint]] = Field({}, description="task id -> the knob points its candidate "
+                                                  "answers (offline optimiser's tasks)")  # fmt: skip
+    places: int = Field(0, description="handed-back kernels the round may try besides its tasks")
 
 
 class BeamState(Record):
