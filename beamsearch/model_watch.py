@@ -18,12 +18,13 @@ class ModelLost(RuntimeError):
     """The model stopped answering mid-run; the message says what failed and how to go on."""
 
 
-def preflight(config: SearchConfig) -> None:
-    """One tiny request; raises ``LLMUnavailable`` saying what is wrong."""
+def preflight(config: SearchConfig, model: str = "") -> None:
+    """One tiny request to ``model`` (one of the run's; "": its first); raises ``LLMUnavailable`` saying what
+    is wrong."""
     from workers.actor.task import llm_config
     from workers.proposers.llm_client import LLMClient
 
-    LLMClient(llm_config(config).model_copy(update={"max_retries": 1})).preflight()
+    LLMClient(llm_config(config, model).model_copy(update={"max_retries": 1})).preflight()
 
 
 class ModelWatch:

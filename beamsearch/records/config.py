@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from beamsearch.records.llm import ModelEndpoint
 from beamsearch.records.schema import DType, Record, ShapeSet, Tolerance, given_tolerance
 
 OFFLINE_MINUTES = 8.0  # the offline optimiser's default time budget: a round and the final re-timing fit after it
@@ -54,7 +55,14 @@ class SearchConfig(Record):
                                            "torch._inductor.config options; docs/compile-seed.md); none: the bundled "
                                            "workers/harness/inductor_portfolio.toml")
     llm: str | None = Field(None, description="litellm model string (openai/NAME for an OpenAI-compatible server, "
-                            "ollama/NAME, anthropic/NAME, ...); none: the offline optimiser")
+                            "ollama/NAME, anthropic/NAME, ...), the first when there are several (``models``); "
+                            "none: the offline optimiser")
+    models: list[ModelEndpoint] = Field([], description="a run of several models (--llm given more than once): "
+                                        "each with its own api_base and api_key_env; their model tasks are shared "
+                                        "out by what each one's candidates achieve (docs/models.md); empty: the one "
+                                        "model of llm, api_base and api_key_env")
+    samples: int = Field(1, ge=1, le=16, description="replies asked for each rewrite prompt (litellm's n where the "
+                         "provider takes it, else that many requests); every kernel of every reply is a candidate")
     api_base: str | None = Field(None, description="the model server's address, with /v1 for OpenAI-compatible "
                                  "servers (http://127.0.0.1:8000/v1); none: the provider's default")
     api_key_env: str | None = Field(None, description="env var holding the model's API key (read by the driver, "
@@ -105,6 +113,19 @@ class SearchConfig(Record):
         """Whether a model (or a replay of one) proposes kernels; otherwise the offline optimiser does."""
         return bool(self.llm or self.replay)
 
+    def endpoints(self) -> list[ModelEndpoint]:
+        """The run's models and where each is; none without a model (or once it was lost: ``llm`` none)."""
+        if not self.llm:
+            return []
+        return list(self.models) or [ModelEndpoint(model=self.llm, api_base=self.api_base, api_key_env=self.api_key_env)]
+
+    def endpoint(self, model: str = "") -> ModelEndpoint:
+        """Where ``model`` is; "" (or a name not among the run's): the first model. Raises without a model."""
+        found = self.endpoints()
+        if not found:
+            raise ValueError("the run has no model")
+        return next((e for e in found if e.model == model), found[0])
+
     def tolerance(self) -> Tolerance | None:
         """The values checks' rule where ``atol`` or ``rtol`` is given; None: the dtype's default."""
         return given_tolerance(self.dtype, self.atol, self.rtol)
@@ -130,3 +151,19 @@ def load_config_file(path: str | Path) -> dict:
     if unknown:
         raise ValueError(f"config file {path}: unknown options {sorted(unknown)}; known: {sorted(SearchConfig.model_fields)}")
     return data
+
+
+def models_from(llm: list[str], api_base: list[str], api_key_env: list[str]) -> list[ModelEndpoint]:
+    """The run's models from ``--llm`` given once or more: an ``--api-base`` or ``--api-key-env`` given once
+    holds for every model, given as often as ``--llm`` it pairs with each in order (an empty one: the
+    provider's default). Raises ValueError saying what does not fit."""
+    if len(set(llm)) != len(llm):
+        raise ValueError(f"--llm names a model twice: {', '.join(llm)}")
+    for flag, values in (("--api-base", api_base), ("--api-key-env", api_key_env)):
+        if len(values) not in (0, 1, len(llm)):
+            raise ValueError(f"{flag} is given {len(values)} times for {len(llm)} models: give it once (for every "
+                             f"model) or once per --llm, in the same order (an empty string: the provider's default)")
+    def nth(values: list[str], i: int) -> str | None:
+        return (values[0] if len(values) == 1 else values[i] if values else "") or None
+
+    return [ModelEndpoint(model=m, api_base=nth(api_base, i), api_key_env=nth(api_key_env, i)) for i, m in enumerate(llm)]

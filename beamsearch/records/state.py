@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from beamsearch.records.config import SearchConfig
-from beamsearch.records.llm import Exchange
+from beamsearch.records.llm import Exchange, ModelsState, ModelStats
 from beamsearch.records.schema import (
     Attempt,
     Diagnosis,
@@ -82,6 +82,8 @@ class Task(Record):
     known_compiled: dict[str, str] = Field({}, description="set as the task is handed out, for a knob variant: "
                                            "compiled-code hash -> the candidate timed on it, of the variant's own "
                                            "knob space; running one of them makes the candidate a duplicate")  # fmt: skip
+    model: str = Field("", description="the model the task asks, one of the run's several (set as it is handed "
+                       "out, ``beamsearch.model_shares``); empty: the run's only model")  # fmt: skip
 
 
 class VerifyTry(Record):
@@ -124,6 +126,7 @@ class TaskResult(Record):
     gpu_measure_s: float = Field(0.0, description="seconds of the timing and ncu child runs (start-up "
                                  "included): an upper bound on the task's time under the GPU lock")
     finished_at: float = 0.0
+    model: str = Field("", description="the model the task asked (``Task.model``); empty: the run's only one, or none")
 
     @property
     def ranked_ms(self) -> float | None:
@@ -274,6 +277,8 @@ class RoundPlan(Record):
     points: dict[str, list[PlannedPoint]] = Field({}, description="task id -> the knob points its candidate "
                                                   "answers (offline optimiser's tasks)")  # fmt: skip
     places: int = Field(0, description="handed-back kernels the round may try besides its tasks")
+    searches: dict[str, SpaceSearch] = Field({}, description="the knob searches of its points that began after "
+                                             "the last resume point, as they began (the saved state lacks them)")
 
 
 class BeamState(Record):
@@ -302,6 +307,7 @@ class BeamState(Record):
     elapsed_s: float = Field(0.0, description="wall seconds over all sessions of the run")
     setup_s: float | None = Field(None, description="of elapsed_s, the seconds before round 1 (the start's "
                                   "measurements, baselines and compiler seed), which --budget-minutes does not count")
+    models: ModelsState = Field(ModelsState(), description="a run of several models: each one's counts and share")
 
 
 # Re-timings of one kernel further apart than this (of the fastest) are shown, each one, where the result is said:
@@ -411,3 +417,4 @@ class Summary(Record):
     warnings: list[str] = Field([], description="what a reader of the result must not miss: a search that tried "
                                 "no candidate")
     not_tried: list[str] = Field([], description="handed-back kernels still waiting for a place when the run stopped")  # fmt: skip
+    models: list[ModelStats] = Field([], description="a run of several models: what each one's tasks came to")
