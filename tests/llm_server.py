@@ -1,7 +1,9 @@
 """A scripted OpenAI-compatible server for LLM-client tests, on 127.0.0.1 only.
 
 The test queues behaviours (``Reply``, ``HttpError``, ``Slow``, ``Garbage``, ``Empty``); each
-``POST /v1/chat/completions`` takes the next one. The server records every request it receives and
+``POST /v1/chat/completions`` takes the next one. A server started with ``choices=True`` answers a request
+for OpenAI's ``n`` with that many choices (a ``Respond`` chooses each); by default it gives one, as many
+OpenAI-compatible servers do. The server records every request it receives and
 the most requests it had in flight at once, so tests can assert on retries, concurrency and the
 ``response_format`` the client sent.
 """
@@ -85,7 +87,8 @@ class ReceivedRequest:
 class ScriptedLLMServer:
     """Serve scripted behaviours on a free port of 127.0.0.1. Use as a context manager."""
 
-    def __init__(self, default: Behaviour | None = None) -> None:
+    def __init__(self, default: Behaviour | None = None, choices: bool = False) -> None:
+        self.choices = choices
         # After the script runs out: a 500 that says so, so a missing behaviour fails loudly.
         self.default: Behaviour = default or HttpError(500, "script exhausted: no behaviour queued")
         self.requests: list[ReceivedRequest] = []
@@ -176,17 +179,28 @@ class ScriptedLLMServer:
                         server._in_flight -= 1
 
             def _behave(self, b: Behaviour, body: dict[str, Any]) -> None:
+                n = int(body.get("n") or 1) if server.choices else 1
                 if isinstance(b, Respond):
                     text = "\n".join(str(m.get("content", "")) for m in body.get("messages", []))
-                    b = b.choose(text)
+                    chosen = [b.choose(text) for _ in range(n)]
+                    if n > 1 and all(isinstance(c, Reply) for c in chosen):
+                        texts = [c.text for c in chosen if isinstance(c, Reply)]
+                        self._json(
+                            200,
+                            _completion(
+                                body, texts, chosen[0].prompt_tokens, sum(c.completion_tokens for c in chosen)
+                            ),
+                        )  # type: ignore[union-attr]
+                        return
+                    b = chosen[0]
                 if isinstance(b, Slow):
                     if server._stopping.wait(b.delay_s):
                         return
                     self._behave(b.then, body)
                 elif isinstance(b, Reply):
-                    self._json(200, _completion(body, b.text, b.prompt_tokens, b.completion_tokens))
+                    self._json(200, _completion(body, [b.text] * n, b.prompt_tokens, n * b.completion_tokens))
                 elif isinstance(b, Empty):
-                    self._json(200, _completion(body, "", 5, 0))
+                    self._json(200, _completion(body, [""], 5, 0))
                 elif isinstance(b, HttpError):
                     headers = {} if b.retry_after_s is None else {"Retry-After": f"{b.retry_after_s:g}"}
                     error = {"message": b.message, "type": "scripted", "code": str(b.status)}
@@ -216,14 +230,17 @@ class ScriptedLLMServer:
 
 
 def _completion(
-    request: dict[str, Any], text: str, prompt_tokens: int, completion_tokens: int
+    request: dict[str, Any], texts: list[str], prompt_tokens: int, completion_tokens: int
 ) -> dict[str, Any]:
     return {
         "id": "chatcmpl-scripted",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": request.get("model", MODEL_ID),
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "choices": [
+            {"index": i, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+            for i, text in enumerate(texts)
+        ],
         "usage": {
             "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_tokens,
@@ -234,9 +251,9 @@ def _completion(
 
 @contextmanager
 def scripted_llm_server(
-    *behaviours: Behaviour, default: Behaviour | None = None
+    *behaviours: Behaviour, default: Behaviour | None = None, choices: bool = False
 ) -> Iterator[ScriptedLLMServer]:
     """Start a server with ``behaviours`` queued; stop it (and wake sleeping handlers) on exit."""
-    with ScriptedLLMServer(default=default) as server:
+    with ScriptedLLMServer(default=default, choices=choices) as server:
         server.script(*behaviours)
         yield server

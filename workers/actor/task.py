@@ -253,13 +253,14 @@ class _TaskFacts:
             shared_diagnosis=self.shared.exchanges, from_task=t.from_task, handed_back=self.handed_back,
             reply_notes=self.llm.reply_notes if self.llm else [], exchanges=_exchanges(self.llm),
             gpu_measure_s=gpu_measure_s, pct_of_floor=pct_of_floor, reflection=reflection, lesson=lesson,
+            model=self.llm.model if self.llm else "",
         )  # fmt: skip
 
 
 def run_task(task: Task, ctx: WorkerContext) -> TaskResult:
     stages = Stages()
     config, spec, parent = task.config, task.spec, task.parent
-    llm = make_llm(config, spec, task.id) if config.llm else None
+    llm = make_llm(config, spec, task.id, task.model) if config.llm else None
     # A planned knob variant offline reads no profile: its parent's is recorded if it has one, never made here
     planned = task.kernel is not None and llm is None
     with stages("profile_parent"):
@@ -526,7 +527,8 @@ def diagnose(parent: BeamEntry, profile: Profile | None, roofline: Roofline | No
     if service is not None:
         import ray
 
-        shared = ray.get(service.claim_diagnosis.remote(parent.kernel.hash, wait_s))
+        # one diagnosis per parent and model: a slow model's tasks do not hold up the others'
+        shared = ray.get(service.claim_diagnosis.remote(_diagnosis_key(parent, llm), wait_s))
         if shared is not None:
             return shared
     elif key in ctx.diagnoses:
@@ -536,10 +538,15 @@ def diagnose(parent: BeamEntry, profile: Profile | None, roofline: Roofline | No
                              floor=floor, measured_ms=parent.ranked_ms)  # fmt: skip
     worked = diagnosis.source == wanted
     if service is not None:
-        service.put_diagnosis.remote(parent.kernel.hash, diagnosis if worked else None, task_id, llm.exchanges[made:])
+        service.put_diagnosis.remote(_diagnosis_key(parent, llm), diagnosis if worked else None, task_id,
+                                     llm.exchanges[made:])  # fmt: skip
     elif worked:
         ctx.diagnoses[key] = diagnosis
     return SharedDiagnosis(diagnosis, "", [])
+
+
+def _diagnosis_key(parent: BeamEntry, llm: LLMProposer) -> str:
+    return f"{llm.model} {parent.kernel.hash}"
 
 
 def propose(task: Task, diagnosis: Diagnosis, llm: LLMProposer | None) -> list[Kernel]:
@@ -559,8 +566,10 @@ def propose(task: Task, diagnosis: Diagnosis, llm: LLMProposer | None) -> list[K
     return kernels[d : d + 1]
 
 
-def llm_config(config: SearchConfig) -> LLMConfig:
-    return LLMConfig(model=config.llm, api_base=config.api_base, api_key_env=config.api_key_env,
+def llm_config(config: SearchConfig, model: str = "") -> LLMConfig:
+    """The client's settings for ``model``, one of the run's (""): its first, or only, model)."""
+    where = config.endpoint(model)
+    return LLMConfig(model=where.model, api_base=where.api_base, api_key_env=where.api_key_env,
                      timeout_s=config.llm_timeout_s, max_retries=config.llm_retries,
                      max_concurrency=config.llm_concurrency, temperature=config.temperature,
                      max_tokens=config.max_tokens)  # fmt: skip
@@ -572,15 +581,18 @@ def _longest_diagnosis_s(config: SearchConfig) -> float:
     return min(2 * (config.llm_timeout_s + MAX_WAIT_S) * (config.llm_retries + 1), LLM_SHARE * config.task_timeout_s)
 
 
-def make_llm(config: SearchConfig, spec: RunSpec, task_id: str = "") -> LLMProposer:
+def make_llm(config: SearchConfig, spec: RunSpec, task_id: str = "", model: str = "") -> LLMProposer:
     """Through the run's LLM service where the driver started one; else a client of this task's own.
-    The model gets ``LLM_SHARE`` of the task's timeout: its requests end by then, leaving the rest for
-    verification and timing, so the task comes back with its exchanges instead of timing out."""
+    ``model``: which of the run's models to ask ("": the first, or only, one). The model gets ``LLM_SHARE``
+    of the task's timeout: its requests end by then, leaving the rest for verification and timing, so the
+    task comes back with its exchanges instead of timing out."""
     service = find_llm_service()
     deadline = time.time() + LLM_SHARE * config.task_timeout_s
-    client = ServiceClient(service, task_id, deadline) if service is not None else LLMClient(llm_config(config))
-    return LLMProposer(client, Path(spec.problem_path).read_text(), dtype=spec.dtype,
-                       interpreted=not spec.device.startswith("cuda"))  # fmt: skip
+    settings = llm_config(config, model)
+    client = ServiceClient(service, task_id, deadline, model=settings.model) if service is not None \
+        else LLMClient(settings)  # fmt: skip
+    return LLMProposer(client, Path(spec.problem_path).read_text(), dtype=spec.dtype, samples=config.samples,
+                       interpreted=not spec.device.startswith("cuda"), model=settings.model)  # fmt: skip
 
 
 def _peaks(spec: RunSpec, profile: Profile | None):

@@ -76,8 +76,14 @@ class LLMProposer:
     name = "llm"
 
     def __init__(self, client: LLMClient, problem_source: str, *, per_call: int = 1, dtype: str = "bf16",
-                 template_dir: Path | None = None, interpreted: bool = False) -> None:  # fmt: skip
+                 template_dir: Path | None = None, interpreted: bool = False, samples: int = 1,
+                 model: str = "") -> None:  # fmt: skip
+        """``samples``: replies asked for each rewrite prompt (``LLMClient.complete_many``); every kernel of
+        every reply counts, up to ``MAX_KERNELS_PER_REPLY`` a reply. ``model``: the model the client asks,
+        for the records (a run of several)."""
         self.client = client
+        self.samples = samples
+        self.model = model
         self.interpreted = interpreted  # times are Triton's interpreter's on a CPU: the prompts say so
         self.problem_source = problem_source
         self.per_call = per_call
@@ -145,10 +151,11 @@ class LLMProposer:
             if len(kernels) > 1:
                 self.reply_notes += [f"{_which(kernels, k)} repeats {r}: not tried again"
                                      for k, r in zip(kernels, repeats, strict=True) if r]  # fmt: skip
-            for k in fresh[MAX_KERNELS_PER_REPLY:]:
+            cap = MAX_KERNELS_PER_REPLY * self.samples
+            for k in fresh[cap:]:
                 self.reply_notes.append(f"{_which(kernels, k)} not tried: at most {MAX_KERNELS_PER_REPLY} kernels "
                                         "of a reply are")  # fmt: skip
-            for k in fresh[:MAX_KERNELS_PER_REPLY]:
+            for k in fresh[:cap]:
                 tried[k.hash] = "another kernel of the same reply batch"
                 out.append(k)
         return out
@@ -192,7 +199,10 @@ class LLMProposer:
 
     def _kernels_from(self, purpose: Purpose, prompt: str, parent: Kernel, note: str) -> list[Kernel]:
         """The kernels of the model's reply, in its order (none when it gave none); a reply with no usable
-        code gets one repair request. Kernel blocks that do not parse beside ones that do are noted."""
+        code gets one repair request. Kernel blocks that do not parse beside ones that do are noted. A
+        rewrite with ``samples`` > 1 asks for that many replies and takes every kernel of each, in order."""
+        if purpose == "optimize" and self.samples > 1:
+            return self._sampled_kernels(prompt, parent, note)
         for attempt in range(2):
             call = self.client.complete(prompt)
             if call.status != "ok":
@@ -215,6 +225,42 @@ class LLMProposer:
                            note=note if n == 1 else f"{note} (kernel {i} of {n} in the reply, block at line {b.line})")
                     for i, b in enumerate(found.kernels, 1)]  # fmt: skip
         return []
+
+    def _sampled_kernels(self, prompt: str, parent: Kernel, note: str) -> list[Kernel]:
+        """The kernels of ``samples`` replies to one rewrite prompt, reply by reply; when no reply has usable
+        code, one repair request (a single reply) as with one sample."""
+        calls = self.client.complete_many(prompt, self.samples)
+        out: list[Kernel] = []
+        first_error: ReplyParseError | None = None
+        first_text = ""
+        for i, call in enumerate(calls, 1):
+            if call.status != "ok":
+                self._record("optimize", prompt, call, f"no reply: {call.status}: {call.reason}")
+                self.no_kernel_reasons.append(f"optimize (sample {i}): no reply: {call.status}: {call.reason[:200]}")
+                continue
+            try:
+                found = extract_kernels(call.text)
+            except ReplyParseError as e:
+                self._record("optimize", prompt, call, str(e))
+                self.no_kernel_reasons.append(f"optimize (sample {i}): {str(e)[:200]}")
+                first_error, first_text = first_error or e, first_text or call.text
+                continue
+            self._record("optimize", prompt, call)
+            self.reply_notes += [f"optimize reply {i}: {s[:300]}" for s in found.skipped]
+            n = len(found.kernels)
+            out += [Kernel(source=b.source, origin="llm", parent_hash=parent.hash,
+                           note=f"{note} (sample {i} of {len(calls)}" + (f", kernel {j} of {n} in the reply, block at "
+                                                                         f"line {b.line})" if n > 1 else ")"))
+                    for j, b in enumerate(found.kernels, 1)]  # fmt: skip
+        if out or first_error is None:
+            return out
+        values = {"error": str(first_error), "reply": first_text[:REPLY_CHARS_IN_REPAIR].strip() or "(empty)"}
+        again = f"{prompt}\n\n{render_template('repair_code', values, self.template_dir)}"
+        samples, self.samples = self.samples, 1  # the repair is one request, as with one sample
+        try:
+            return self._kernels_from("optimize", again, parent, note)
+        finally:
+            self.samples = samples
 
     def _mark_repeat(self, repeated: str, prefix: str = "", purpose: Purpose = "optimize") -> None:
         """The last exchange's kernel repeats ``repeated``: not used, and said so."""

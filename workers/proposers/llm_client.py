@@ -124,6 +124,12 @@ class LLMClient:
             self._schema_ok = bool(self._litellm.supports_response_schema(model=config.model))
         except Exception:  # unknown model or provider
             self._schema_ok = False
+        provider, _, name = config.model.partition("/")
+        try:  # whether the provider takes OpenAI's n (several choices in one request)
+            params = self._litellm.get_supported_openai_params(model=name, custom_llm_provider=provider) or []
+        except Exception:  # unknown provider
+            params = []
+        self._n_ok = "n" in params
 
     def complete(self, prompt: str, *, system: str | None = None, json_schema: dict | None = None,
                  deadline: float | None = None) -> LLMCall:  # fmt: skip
@@ -139,6 +145,26 @@ class LLMClient:
             schema = {"name": name, "schema": json_schema}
             extra["response_format"] = {"type": "json_schema", "json_schema": schema}
         return self._run(messages, self.config.max_tokens, extra, deadline=deadline)
+
+    def complete_many(self, prompt: str, n: int, *, deadline: float | None = None) -> list[LLMCall]:
+        """``n`` replies to one prompt: one request with litellm's ``n`` where the provider takes it (a
+        server that answers fewer choices gets requests for the rest), else ``n`` requests at once (within
+        ``max_concurrency``). The tokens and cost of a request of several choices are on its first reply."""
+        if n <= 1:
+            return [self.complete(prompt, deadline=deadline)]
+        messages = [{"role": "user", "content": prompt}]
+        calls: list[LLMCall] = []
+        if self._n_ok:
+            calls = self._run(messages, self.config.max_tokens, {"n": n}, deadline=deadline, choices=n)
+            if calls[0].status != "ok":
+                return calls
+        missing = n - len(calls)
+        if missing:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(max_workers=missing) as pool:
+                calls += list(pool.map(lambda _: self.complete(prompt, deadline=deadline), range(missing)))
+        return calls
 
     def preflight(self) -> None:
         """One tiny call; raise LLMUnavailable naming the model, the address and what went wrong."""
@@ -162,12 +188,14 @@ class LLMClient:
         )
 
     def _run(self, messages: list[dict], max_tokens: int, extra: dict, allow_empty: bool = False,
-             deadline: float | None = None) -> LLMCall:  # fmt: skip
+             deadline: float | None = None, choices: int = 0) -> Any:  # fmt: skip
+        """One request, retried; its LLMCall, or with ``choices`` a list of one LLMCall per choice returned."""
         cfg, start = self.config, time.monotonic()
 
-        def done(status: LLMStatus, attempts: int, **kw: Any) -> LLMCall:
-            return LLMCall(status=status, attempts=attempts, model=cfg.model, latency_s=time.monotonic() - start,
+        def done(status: LLMStatus, attempts: int, **kw: Any) -> Any:
+            call = LLMCall(status=status, attempts=attempts, model=cfg.model, latency_s=time.monotonic() - start,
                            **kw)  # fmt: skip
+            return [call] if choices else call
 
         api_key = self._api_key
         if api_key is None and cfg.api_key_env:
@@ -195,7 +223,10 @@ class LLMClient:
                     wait_s = _retry_after_s(e)
                 else:
                     status, fields = self._read(response, allow_empty)
-                    return done(status, attempt, **fields)
+                    first = done(status, attempt, **fields)
+                    if not choices or status != "ok":
+                        return first
+                    return first + [c for c in self._other_choices(response, first[0]) if c is not None]
             if status not in RETRYABLE or attempt > cfg.max_retries:
                 note = f" (after {attempt} attempts)" if attempt > 1 else ""
                 log.warning("LLM %s: %s%s: %s", cfg.model, status, note, reason)
@@ -211,6 +242,15 @@ class LLMClient:
             )
             time.sleep(delay_s)
         raise AssertionError("unreachable")
+
+    @staticmethod
+    def _other_choices(response: Any, first: LLMCall) -> list[LLMCall | None]:
+        """The replies of a request's choices after the first, as calls of no tokens or cost of their own
+        (the request's are on the first); an empty choice is dropped (None)."""
+        texts = [(c.message.content or "") for c in (response.choices or [])[1:]]
+        return [first.model_copy(update={"text": t, "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0,
+                                         "reason": f"choice {i} of the same request"}) if t.strip() else None
+                for i, t in enumerate(texts, 2)]  # fmt: skip
 
     def _read(self, response: Any, allow_empty: bool) -> tuple[LLMStatus, dict[str, Any]]:
         """The reply's text, tokens and cost; an empty reply is an error (retrying rarely helps)."""

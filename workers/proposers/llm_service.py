@@ -36,8 +36,13 @@ class SharedDiagnosis(NamedTuple):
 
 
 class LLMService:
-    def __init__(self, config: LLMConfig, api_key: str | None) -> None:
-        self.client = LLMClient(config, api_key=api_key)
+    def __init__(self, config: LLMConfig | list[LLMConfig], api_key: str | None | list[str | None]) -> None:
+        """One model's settings and key, or, for a run of several, a list of each (in the same order); each
+        model has a client of its own, so its ``max_concurrency`` is its own (a slow server holds only its slots)."""
+        configs = config if isinstance(config, list) else [config]
+        keys = api_key if isinstance(api_key, list) else [api_key]
+        self.clients = {c.model: LLMClient(c, api_key=k) for c, k in zip(configs, keys, strict=True)}
+        self.client = self.clients[configs[0].model]
         self._lock = threading.Lock()
         self._diagnoses: dict[str, SharedDiagnosis] = {}
         self._diagnosing: dict[str, threading.Event] = {}
@@ -48,14 +53,30 @@ class LLMService:
         return True
 
     def complete(self, prompt: str, system: str | None = None, json_schema: dict | None = None,
-                 deadline: float | None = None, task_id: str = "") -> LLMCall:  # fmt: skip
+                 deadline: float | None = None, task_id: str = "", model: str = "") -> LLMCall:  # fmt: skip
         with self._lock:
             self._waiting[task_id] = time.time()
         try:
-            return self.client.complete(prompt, system=system, json_schema=json_schema, deadline=deadline)
+            return self._client(model).complete(
+                prompt, system=system, json_schema=json_schema, deadline=deadline
+            )
         finally:
             with self._lock:
                 self._waiting.pop(task_id, None)
+
+    def complete_many(self, prompt: str, n: int, deadline: float | None = None, task_id: str = "",
+                      model: str = "") -> list[LLMCall]:  # fmt: skip
+        with self._lock:
+            self._waiting[task_id] = time.time()
+        try:
+            return self._client(model).complete_many(prompt, n, deadline=deadline)
+        finally:
+            with self._lock:
+                self._waiting.pop(task_id, None)
+
+    def _client(self, model: str) -> LLMClient:
+        """``model``'s client; "": the first (a run of one model)."""
+        return self.clients.get(model, self.client)
 
     def note_exchange(self, task_id: str, exchange: Exchange) -> None:
         with self._lock:
@@ -96,7 +117,7 @@ class LLMService:
             event.set()
 
 
-def start_llm_service(config: LLMConfig, api_key: str | None) -> Any:
+def start_llm_service(config: LLMConfig | list[LLMConfig], api_key: str | None | list[str | None]) -> Any:
     """The run's service, on this (the driver's) node. Call after ``ray.init``; it lives as long as the job."""
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -124,13 +145,19 @@ class ServiceClient:
     """What ``LLMProposer`` needs of a client (``complete``), through the run's service, for one task:
     its requests end by the task's ``deadline``, and its exchanges are logged with the service as made."""
 
-    def __init__(self, handle: Any, task_id: str, deadline: float | None) -> None:
-        self.handle, self.task_id, self.deadline = handle, task_id, deadline
+    def __init__(self, handle: Any, task_id: str, deadline: float | None, model: str = "") -> None:
+        self.handle, self.task_id, self.deadline, self.model = handle, task_id, deadline, model
 
     def complete(self, prompt: str, *, system: str | None = None, json_schema: dict | None = None) -> LLMCall:
         import ray
 
-        return ray.get(self.handle.complete.remote(prompt, system, json_schema, self.deadline, self.task_id))
+        return ray.get(self.handle.complete.remote(prompt, system, json_schema, self.deadline, self.task_id,
+                                                   self.model))  # fmt: skip
+
+    def complete_many(self, prompt: str, n: int) -> list[LLMCall]:
+        import ray
+
+        return ray.get(self.handle.complete_many.remote(prompt, n, self.deadline, self.task_id, self.model))
 
     def note(self, exchange: Exchange) -> None:
         self.handle.note_exchange.remote(self.task_id, exchange)
