@@ -18,12 +18,13 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from beamsearch.records.llm import ModelStats
 from beamsearch.records.state import FinalTiming, RoundRecord, Summary, TaskResult
 
 # what a status means where its name alone may mislead
 _WHY = {"inconclusive": " (disturbed by other processes on the GPU)"}
 # events a person should not miss: on stderr, as "warning: ..."
-WARNINGS = ("worker_lost", "task_timeout", "model_lost", "no_candidate")
+WARNINGS = ("worker_lost", "task_timeout", "model_lost", "model_out", "no_candidate")
 # the widest a table gets where the output is not a terminal (rich would take 80 columns there)
 LOG_WIDTH = 160
 
@@ -124,6 +125,9 @@ class Display:
         if not self.quiet:
             self.say(table_title(summary))
             self.console.print(_summary_table(summary))
+            if summary.models:
+                self.say("per model:")
+                self.console.print(_models_table(summary.models))
             self.say(result_line(summary))
             self.say(times_line(summary))
 
@@ -165,6 +169,27 @@ def _summary_table(s: Summary) -> Table:
         table.add_row("model use", f"{s.tokens} tokens", f"${s.cost_usd:.4f}")
     if not on_gpu:
         table.caption = "CPU: Triton interpreter times"  # short: a caption wraps to the table's width
+    return table
+
+
+MODEL_COLUMNS = ("model", "share", "tasks", "replies", "kernels", "verified", "entered beam", "failed", "best kernel",
+                 "tokens", "cost $", "in rotation")  # fmt: skip
+
+
+def model_rows(models: list[ModelStats]) -> list[list[str]]:
+    """A run of several models, one row each (``MODEL_COLUMNS``): the console's final table and the report's."""
+    return [[s.model, f"{100 * s.share:.0f} %", str(s.tasks), str(s.replies), str(s.kernels), str(s.verified),
+             str(s.entered_beam), str(s.failed), f"{s.best_id} ({_ms(s.best_ms)})" if s.best_id else "-",
+             str(s.tokens), f"{s.cost_usd:.4f}", f"out: {s.out_reason[:120]}" if s.out_reason else "yes"]
+            for s in models]  # fmt: skip
+
+
+def _models_table(models: list[ModelStats]) -> Table:
+    table = Table()
+    for i, col in enumerate(MODEL_COLUMNS):
+        table.add_column(col, justify="left" if i in (0, 8, 11) else "right")
+    for row in model_rows(models):
+        table.add_row(*row)
     return table
 
 
@@ -283,6 +308,11 @@ def _worker_lost(d: dict) -> str:
     return f"worker {d.get('worker')} died running {d.get('task')} ({d.get('error')}); the task was {again}"
 
 
+def _model_out(d: dict) -> str:
+    left = ", ".join(map(str, d.get("left") or [])) or "none"
+    return f"model {d.get('model')} taken out of rotation at {d.get('task')} ({d.get('reason')}); in rotation: {left}"
+
+
 def _model_lost(d: dict) -> str:
     action = "stopping the run" if d.get("action") == "stop" else "going on with the offline optimiser"
     return f"the model stopped answering at {d.get('task')} ({d.get('reason')}): {action}"
@@ -301,6 +331,7 @@ _SAY: dict[str, Callable[[dict], str]] = {
     "task_timeout": lambda d: f"task {d.get('task')} not back after {d.get('timeout_s', 0):.0f} s: its worker "
     f"{d.get('worker')} was restarted",
     "model_lost": _model_lost,
+    "model_out": _model_out,
     "not_tried": lambda d: f"not tried: {', '.join(map(str, d.get('kernels') or []))} ({d.get('reason')})",
     "stop": lambda d: f"stopped after round {d.get('after_round')}: {d.get('reason')}",
     "retime": lambda d: retime_line(list(d.get("timings") or [])),

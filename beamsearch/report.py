@@ -27,7 +27,7 @@ from pathlib import Path
 
 from beamsearch.cli_common import EXIT_FAILED, EXIT_PASSED, fail
 from beamsearch.convergence import Convergence, plot_convergence
-from beamsearch.display import result_line
+from beamsearch.display import MODEL_COLUMNS, model_rows, result_line
 from beamsearch.optimiser import PER_WORKER
 from beamsearch.outcome import ratio
 from beamsearch.records.problems import ARTIFACTS_DIR, ProblemNotFound, resolve_problem
@@ -247,7 +247,10 @@ def problem_section(run: Run, has_plot: bool) -> str:
     out += ["### Running best per round", ""]
     if has_plot:
         out += [f"![running best per round]({PLOT})", ""]
-    out += [_safe(rounds_table, run), "", "### Best round", "", _safe(best_round_text, run), "",
+    out += [_safe(rounds_table, run), ""]
+    if run.summary and run.summary.models:
+        out += ["### Models", "", _safe(models_text, run), ""]
+    out += ["### Best round", "", _safe(best_round_text, run), "",
             "### Nsight Compute: input -> optimized", "", _safe(ncu_section, run)]  # fmt: skip
     return "\n".join(out).rstrip() + "\n"
 
@@ -286,7 +289,9 @@ def _config_line(run: Run) -> str:
         setup = f"setup {run.summary.setup_s / 60:.1f} min, " if run.summary.setup_s is not None else ""
         stopped += f" Time: {setup}search {run.summary.search_s / 60:.1f} min, {run.summary.wall_s / 60:.1f} min in all."
     if c.proposing:
-        proposer = f"LLM `{c.llm}`" if c.llm else f"replay of `{c.replay}`"
+        names = ", ".join(f"`{e.model}`" for e in c.models) if c.models else f"`{c.llm}`"
+        proposer = (f"LLMs {names}" if len(c.models) > 1 else f"LLM {names}") if c.llm else f"replay of `{c.replay}`"
+        proposer += f", {c.samples} replies a prompt" if c.samples > 1 else ""
         return (f"Search: {proposer}, beam width {c.beam_width}, {c.directions} directions per parent, "
                 f"{c.rounds} rounds planned, seed {c.seed}.{stopped}")  # fmt: skip
     per_round = f"{c.candidates_per_round} candidates" if c.candidates_per_round else f"{PER_WORKER} candidates per worker"
@@ -294,6 +299,14 @@ def _config_line(run: Run) -> str:
         return f"Sweep: every point of the starting kernel's knob space, {per_round} a round.{stopped}"
     return (f"Search: offline optimiser, beam width {c.beam_width}, {per_round} a round, {c.rounds} rounds planned, "
             f"seed {c.seed}.{stopped}")  # fmt: skip
+
+
+def models_text(run: Run) -> str:
+    """A run of several models: what each one's tasks came to, and its share at the end (docs/models.md)."""
+    assert run.summary is not None
+    c = run.summary.config
+    samples = f" {c.samples} replies a prompt." if c.samples > 1 else ""
+    return md_table(MODEL_COLUMNS, model_rows(run.summary.models)) + f"\n\nShares at the end of the run.{samples}"
 
 
 def rounds_table(run: Run) -> str:

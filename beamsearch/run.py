@@ -34,7 +34,7 @@ from beamsearch.cli_common import comma_list, fail
 from beamsearch.display import Display
 from beamsearch.driver import Driver, SearchError
 from beamsearch.model_watch import ModelLost
-from beamsearch.records.config import SWEEP_ROUNDS, SearchConfig, load_config_file
+from beamsearch.records.config import SWEEP_ROUNDS, SearchConfig, load_config_file, models_from
 from beamsearch.records.problems import ProblemNotFound, resolve_problem
 from beamsearch.records.schema import Kernel, RunSpec
 from beamsearch.records.state import BeamState
@@ -61,12 +61,18 @@ def parse_args(argv: list[str] | None) -> tuple[SearchConfig, bool, set[str]]:
     p.add_argument("--config", help="a JSON or TOML file of options (same names, with underscores)")
     p.add_argument("--resume", action="store_true", help="continue a run after its last finished round: the one in "
                    "--out, else the problem's latest under runs/")  # fmt: skip
-    for name in ("kernel", "out", "llm", "api_base", "replay", "device", "address", "compiler_recording", "compiler_portfolio"):
+    for name in ("kernel", "out", "replay", "device", "address", "compiler_recording", "compiler_portfolio"):
         p.add_argument(f"--{name.replace('_', '-')}", dest=name, default=None, help=fields[name].description)
+    # several models: --llm once per model, --api-base / --api-key-env once for all or once per --llm
+    p.add_argument("--llm", dest="llm", action="append", default=None, help=fields["llm"].description + "; give it "
+                   "again for each further model")  # fmt: skip
+    p.add_argument("--api-base", dest="api_base", action="append", default=None, help=fields["api_base"].description
+                   + "; with several --llm: once for all, or once per --llm in the same order ('' for the default)")  # fmt: skip
     for name in ("rounds", "workers", "beam_width", "directions", "candidates_per_round", "budget_candidates", "seed",
-                 "refine_tries", "verify_per_gpu"):
+                 "refine_tries", "verify_per_gpu", "samples"):
         p.add_argument(f"--{name.replace('_', '-')}", dest=name, type=int, default=None, help=fields[name].description)
-    p.add_argument("--api-key-env", dest="api_key_env", default=None, help=fields["api_key_env"].description)
+    p.add_argument("--api-key-env", dest="api_key_env", action="append", default=None,
+                   help=fields["api_key_env"].description + "; with several --llm: as --api-base")  # fmt: skip
     for flag, name, kind in (("--llm-timeout", "llm_timeout_s", float), ("--llm-retries", "llm_retries", int),
                              ("--llm-concurrency", "llm_concurrency", int), ("--temperature", "temperature", float),
                              ("--max-tokens", "max_tokens", int)):  # fmt: skip
@@ -101,7 +107,13 @@ def parse_args(argv: list[str] | None) -> tuple[SearchConfig, bool, set[str]]:
         given["screen_ratio"] = None
     if args.budget_minutes == "none":
         given["budget_minutes"] = None
+    if "llm" in given:  # the command line's models replace the config file's
+        values.pop("models", None)
     values |= given
+    try:
+        several = _models_option(values)
+    except ValueError as e:
+        fail(str(e))
     if values.get("sweep"):  # every point: the search's default rounds would end it before its last
         values.setdefault("rounds", SWEEP_ROUNDS)
     if "problem" not in values:
@@ -109,9 +121,39 @@ def parse_args(argv: list[str] | None) -> tuple[SearchConfig, bool, set[str]]:
             p.error("--problem is required (on the command line or in --config); --resume --out DIR needs neither")
         values["problem"] = _problem_of_run(Path(values["out"]))
     try:
-        return SearchConfig(**values), args.resume, set(given)
+        return SearchConfig(**values), args.resume, set(given) | ({"models"} if several else set())
     except ValidationError as e:
         fail(f"bad options: {e}")
+
+
+def _as_list(value: object) -> list[str]:
+    """An option given once (a string) or several times (a list, from the flags or the config file)."""
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else [str(v) for v in value]  # type: ignore[union-attr]
+
+
+def _models_option(values: dict) -> bool:
+    """``llm``, ``api_base`` and ``api_key_env`` as the config takes them: a run of several models has its
+    list in ``models`` and its first in ``llm`` (``models_from`` pairs them). True for several models.
+    Raises ValueError on options that do not fit together."""
+    if values.get("models") and not values.get("llm"):  # a config file's [[models]] tables alone
+        values["llm"] = values["models"][0]["model"] if isinstance(values["models"][0], dict) else None
+        return len(values["models"]) > 1
+    llm, bases, keys = (_as_list(values.get(k)) for k in ("llm", "api_base", "api_key_env"))
+    if not llm:
+        for flag, given in (("--api-base", bases), ("--api-key-env", keys)):
+            if len(given) > 1:
+                raise ValueError(f"{flag} is given {len(given)} times but --llm names no model: give --llm once per "
+                                 "model, each followed by its own --api-base")  # fmt: skip
+        values |= {k: v[0] for k, v in (("api_base", bases), ("api_key_env", keys)) if v}
+        return False
+    models = models_from(llm, bases, keys)
+    first = models[0]
+    values |= {"llm": first.model, "api_base": first.api_base, "api_key_env": first.api_key_env}
+    if len(models) > 1:
+        values["models"] = [m.model_dump() for m in models]
+    return len(models) > 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -146,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         fail(no_start)  # no device would give this run a seed to start from
     _require_packages()
     if config.llm:
-        _preflight(config)
+        previous = _preflight(config, previous)
     trace = TraceWriter(out or new_run_dir(problem.name))
     _say(f"run folder: {trace.out}", config.quiet)
 
@@ -267,23 +309,45 @@ def _minutes(text: str) -> float | str:
         raise argparse.ArgumentTypeError(f"expected minutes, auto or none, got {text!r}") from None
 
 
-def _preflight(config: SearchConfig) -> None:
-    """One tiny request before any work: a wrong model name, key or address fails here, clearly."""
+def _preflight(config: SearchConfig, previous: BeamState | None) -> BeamState | None:
+    """One tiny request to each model before any work: a wrong model name, key or address fails here,
+    clearly. A resumed run of several whose every model was out of rotation (it stopped for that) asks
+    each again, and those that answer rejoin; a model out while others went on stays out."""
     from beamsearch.model_watch import preflight
     from workers.proposers.llm_client import LLMUnavailable
 
-    try:
-        preflight(config)
-    except LLMUnavailable as e:
-        fail(str(e))
+    stats = previous.models.stats if previous is not None else []
+    if stats and all(s.out_reason for s in stats):
+        back = []
+        for s in stats:
+            try:
+                preflight(config, s.model)
+                back.append(s.model_copy(update={"out_reason": ""}))
+            except LLMUnavailable:
+                back.append(s)
+        previous = previous.model_copy(update={"models": previous.models.model_copy(update={"stats": back})})
+        stats = back
+    out = {s.model for s in stats if s.out_reason}
+    for endpoint in config.endpoints():
+        if endpoint.model in out:
+            continue
+        try:
+            preflight(config, endpoint.model)
+        except LLMUnavailable as e:
+            fail(str(e))
+    return previous
 
 
 def _start_llm_service(config: SearchConfig) -> object:
-    """The run's one way to the model (workers/proposers/llm_service.py), holding the key read here."""
+    """The run's one way to its models (workers/proposers/llm_service.py), holding the keys read here."""
     from workers.actor.task import llm_config
     from workers.proposers.llm_service import start_llm_service
 
-    return start_llm_service(llm_config(config), os.environ.get(config.api_key_env) if config.api_key_env else None)
+    endpoints = config.endpoints()
+    keys = [os.environ.get(e.api_key_env) if e.api_key_env else None for e in endpoints]
+    if len(endpoints) == 1:  # one model: the service as it always was
+        return start_llm_service(llm_config(config), keys[0])
+    return start_llm_service([llm_config(config, e.model) for e in endpoints], keys)
 
 
 def _given_or_latest_out(config: SearchConfig, problem: str, resume: bool) -> Path | None:
@@ -309,6 +373,11 @@ def resumed_config(saved: SearchConfig, given_config: SearchConfig, given: set[s
     """A resumed run's options: its own, but those RESUME_MAY_CHANGE names taken from the command line; and
     the options given otherwise than the run has them, which it keeps (named so, not dropped unsaid)."""
     config = saved.model_copy(update={k: getattr(given_config, k) for k in given & RESUME_MAY_CHANGE})
+    names = [m.model for m in given_config.models]
+    if saved.models and "models" in given and names == [m.model for m in saved.models]:
+        # the same models again, with where each is now (a model that went away resumes at its new address)
+        where = {"models": given_config.models, "api_base": given_config.api_base, "api_key_env": given_config.api_key_env}
+        config, given = config.model_copy(update=where), given - {"models"}
     kept = sorted(k for k in given - RESUME_MAY_CHANGE - {"problem", "out"}
                   if getattr(given_config, k) != getattr(saved, k))  # fmt: skip
     return config, kept
