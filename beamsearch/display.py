@@ -180,8 +180,13 @@ def model_rows(models: list[ModelStats]) -> list[list[str]]:
     """A run of several models, one row each (``MODEL_COLUMNS``): the console's final table and the report's."""
     return [[s.model, f"{100 * s.share:.0f} %", str(s.tasks), str(s.replies), str(s.kernels), str(s.verified),
              str(s.entered_beam), str(s.failed), f"{s.best_id} ({_ms(s.best_ms)})" if s.best_id else "-",
-             str(s.tokens), f"{s.cost_usd:.4f}", f"out: {s.out_reason[:120]}" if s.out_reason else "yes"]
+             str(s.tokens), f"{s.cost_usd:.4f}", _out(s.out_reason) if s.out_reason else "yes"]
             for s in models]  # fmt: skip
+
+
+def _out(reason: str) -> str:
+    """A model's reason for being out, short for a table cell (the whole is in the summary and the warning)."""
+    return f"out: {reason[:44]}..." if len(reason) > 47 else f"out: {reason}"
 
 
 def _models_table(models: list[ModelStats]) -> Table:

@@ -72,8 +72,16 @@ def failed_task(result: TaskResult) -> bool:
     code, or cut off by its timeout while it waited on the model."""
     if result.from_task:
         return False
-    if result.status == "no_proposal":
-        return bool(result.exchanges)
+    if (
+        result.status == "no_proposal"
+    ):  # a reply whose kernels only repeat earlier ones is code, not a failure
+        asks = [e for e in result.exchanges if e.purpose in ("optimize", "refine")]
+        code = [
+            e
+            for e in asks
+            if e.call.status == "ok" and (not e.parse_error or e.parse_error.startswith("repeats"))
+        ]
+        return bool(asks) and not code
     return result.status == "failed" and "on the model" in result.reason
 
 

@@ -10,8 +10,10 @@ the most requests it had in flight at once, so tests can assert on retries, conc
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import socket
 import threading
 import time
 from collections import deque
@@ -97,6 +99,9 @@ class ScriptedLLMServer:
         self._in_flight = 0
         self._lock = threading.Lock()
         self._stopping = threading.Event()  # wakes sleeping Slow handlers on shutdown
+        self._connections: set[socket.socket] = (
+            set()
+        )  # kept alive by clients: closed on stop, as a killed server's
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._httpd.daemon_threads = True
         self._httpd.block_on_close = False
@@ -128,6 +133,11 @@ class ScriptedLLMServer:
         self._stopping.set()
         self._httpd.shutdown()
         self._httpd.server_close()
+        with self._lock:
+            open_now, self._connections = list(self._connections), set()
+        for conn in open_now:  # else a client's kept-alive connection would still be answered
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
         self._thread.join(timeout=5)
 
     def __enter__(self) -> ScriptedLLMServer:
@@ -145,6 +155,17 @@ class ScriptedLLMServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"  # keep-alive, like a real provider
+
+            def setup(self) -> None:
+                super().setup()
+                with server._lock:
+                    server._connections.add(self.connection)
+
+            def finish(self) -> None:
+                with server._lock:
+                    server._connections.discard(self.connection)
+                with contextlib.suppress(OSError):
+                    super().finish()
 
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib's name
                 log.debug("llm_server: " + format, *args)

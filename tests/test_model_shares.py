@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from beamsearch.model_shares import OUT_AFTER, ModelRotation, share_floor, shares
+from beamsearch.model_shares import OUT_AFTER, ModelRotation, failed_task, share_floor, shares
 from beamsearch.records.config import SearchConfig
 from beamsearch.records.llm import Exchange, LLMCall, ModelEndpoint, ModelsState, ModelStats
 from beamsearch.records.schema import Kernel, RunSpec, Timing, TimingResult, Verdict
@@ -31,6 +31,11 @@ def task(i: int, round_: int = 1, **kw: object) -> Task:
 def answered(text: str = "```python\n...```") -> Exchange:
     return Exchange(purpose="optimize", prompt="p", call=LLMCall(status="ok", text=text, prompt_tokens=10,
                                                                 completion_tokens=5))  # fmt: skip
+
+
+PROSE = Exchange(purpose="optimize", prompt="p", call=LLMCall(status="ok", text="prose", prompt_tokens=10,
+                                                            completion_tokens=5),
+                 parse_error="the reply has no ```python code block")  # fmt: skip
 
 
 def no_reply(status: str = "server_error") -> Exchange:
@@ -95,7 +100,7 @@ def test_the_counts_follow_the_results_and_the_shares_move_toward_the_good_model
         results = []
         for t in tasks:
             r = {"openai/good": result(t, "ok", 0.5 - 0.01 * round_ - 0.001 * t.direction),
-                 "openai/garbage": result(t, "no_proposal", exchanges=[answered("prose"), answered("prose")]),
+                 "openai/garbage": result(t, "no_proposal", exchanges=[PROSE, PROSE]),
                  "openai/slow": result(t, "rejected")}[t.model]  # fmt: skip
             assert rotation.watch(r, t.config, lambda kind, **d: events.append({"event": kind, **d})) == ""
             results.append(r)
@@ -180,3 +185,12 @@ def test_an_old_state_file_loads_with_no_models() -> None:
     del old["models"], old["config"]["models"], old["config"]["samples"]
     state = BeamState.model_validate(old)
     assert state.models == ModelsState() and state.config.endpoints() == [ModelEndpoint(model="openai/x")]
+
+
+def test_a_reply_that_repeats_earlier_kernels_is_no_failure_of_its_model() -> None:
+    t = task(0).model_copy(update={"model": "openai/good"})
+    repeat = answered().model_copy(update={"parse_error": "repeats its parent kernel"})
+    assert not failed_task(result(t, "no_proposal", exchanges=[repeat, repeat]))
+    prose = answered("prose").model_copy(update={"parse_error": "the reply has no ```python code block"})
+    assert failed_task(result(t, "no_proposal", exchanges=[prose, prose]))
+    assert failed_task(result(t, "no_proposal", exchanges=[no_reply("timeout")]))
