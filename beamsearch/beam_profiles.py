@@ -38,7 +38,8 @@ class BeamProfiles:
 
     def __init__(self, state: BeamState, round_: int, results: list[TaskResult],
                  notify: Callable[..., None] = lambda kind, **data: None) -> None:  # fmt: skip
-        """``results``: the round's candidates so far, the list the driver appends to as they come."""
+        """``results``: the round's candidates so far, the list the driver appends to as they come. ``state``
+        is the run's as the round was opened; the driver sets the newer one when an earlier round closes."""
         self.state, self.round, self.results, self.notify = state, round_, results, notify
         self.on = state.config.profile and state.spec.device.startswith("cuda")
         self.proposing = state.config.proposing
@@ -47,14 +48,23 @@ class BeamProfiles:
 
     def next_job(self) -> ProfileJob | None:
         """A profile job for the fastest kernel of the beam as it stands that has no profile and no job."""
+        entry = self._wanted()
+        if entry is None:
+            return None
+        self.started.add(entry.id)
+        self.notify("profile_beam", round=self.round, ids=[entry.id])
+        return ProfileJob(id=f"r{self.round}-profile-{entry.id}", round=self.round, entry=entry, spec=self.state.spec)
+
+    def wanted(self) -> bool:
+        """Whether a kernel of the beam as it stands still needs a profile job: the round is not done."""
+        return self._wanted() is not None
+
+    def _wanted(self) -> BeamEntry | None:
         if not self.on:
             return None
         for entry in select_beam(self.state.beam, self.results, self.state.config.beam_width):
             if entry.profile is None and entry.id not in self.started and profile_read(entry.kernel, self.proposing):
-                self.started.add(entry.id)
-                self.notify("profile_beam", round=self.round, ids=[entry.id])
-                return ProfileJob(id=f"r{self.round}-profile-{entry.id}", round=self.round, entry=entry,
-                                  spec=self.state.spec)  # fmt: skip
+                return entry
         return None
 
     def take(self, result: ProfileResult) -> None:

@@ -49,7 +49,8 @@ class Display:
         self.round = 0
         self.tasks = 0
         self.done = 0
-        self.not_ok: Counter[str] = Counter()  # this round's candidates by status, other than ok
+        # candidates by round and status, other than ok: rounds overlap, so each round keeps its own
+        self.not_ok: dict[int, Counter[str]] = {}
         self.tokens = 0
         self.cost_usd = 0.0
         self.best_ms: float | None = None
@@ -79,7 +80,9 @@ class Display:
             self.console.print(line, markup=False, highlight=False)
 
     def round_start(self, round_: int, tasks: int, reused: int) -> None:
-        self.round, self.tasks, self.done, self.not_ok = round_, tasks, reused, Counter()
+        """A round's tasks start going out; the panel counts the open rounds' tasks together."""
+        self.round, self.tasks, self.done = round_, self.tasks + tasks, self.done + reused
+        self.not_ok[round_] = Counter()
         self.event("round_start", round=round_, tasks=tasks, reused=reused)
 
     def candidate(self, r: TaskResult, more_tasks: int = 0) -> None:
@@ -87,7 +90,7 @@ class Display:
         self.done += 1
         self.tasks += more_tasks
         if r.status != "ok":
-            self.not_ok[r.status] += 1
+            self.not_ok.setdefault(r.round, Counter())[r.status] += 1
         self.tokens += r.tokens
         self.cost_usd += r.cost_usd
         self.event("candidate", id=r.task_id, parent=r.parent_id, status=r.status, reason=r.reason[:400],
@@ -109,7 +112,8 @@ class Display:
         if not self.quiet:
             best = f"{record.running_best_ms:.4f} ms" if record.running_best_ms else "-"
             x = f" ({speedup:.2f}x the input)" if speedup else ""
-            not_ok = ", ".join(f"{n} {status}{_WHY.get(status, '')}" for status, n in sorted(self.not_ok.items()))
+            counts = self.not_ok.pop(record.round, Counter())
+            not_ok = ", ".join(f"{n} {status}{_WHY.get(status, '')}" for status, n in sorted(counts.items()))
             spent = f", {record.tokens} tokens (${record.cost_usd:.4f})" if record.tokens else ""
             self.console.print(f"[bold]round {record.round}[/]: {record.ok}/{record.tasks} ok (not ok: {not_ok or 'none'}), "
                                f"best so far {best}{x}, {record.wall_s:.0f} s{spent}")  # fmt: skip
@@ -145,7 +149,8 @@ class Display:
         for col in ("round", "running", "done", "not ok", "best ms", "speedup", "tokens", "elapsed"):
             table.add_column(col, justify="right")
         running = max(0, self.tasks - self.done)
-        table.add_row(str(self.round), str(running), str(self.done), str(sum(self.not_ok.values())),
+        not_ok = sum(sum(c.values()) for c in self.not_ok.values())
+        table.add_row(str(self.round), str(running), str(self.done), str(not_ok),
                       f"{self.best_ms:.4f}" if self.best_ms else "-", f"{self.speedup:.2f}x" if self.speedup else "-",
                       str(self.tokens), f"{time.time() - self.started:.0f} s")  # fmt: skip
         return table

@@ -1,9 +1,11 @@
 """The round loop: measure the starting kernel, then rounds of fan-out, collection and selection.
 
-The driver holds the beam and is the only writer of the trace. After every candidate it writes that
-candidate's folder; after every round it writes the round's record and then state.json, the resume
-point. A resumed run (``--resume``) reloads state.json, reuses the finished candidates of the round that
-was cut short, and runs only the tasks that are missing.
+The driver holds the beam and is the only writer of the trace. Rounds overlap: a worker idle once a
+round has handed out its tasks takes the next round's (``OpenRound``), so none waits for a round's
+slowest candidate. A round's plan is written before its first task goes out; after every candidate the
+driver writes that candidate's folder; when a round closes (rounds close in order) its record and then
+state.json, the resume point. A resumed run (``--resume``) reloads state.json, runs the written plans
+of the rounds that were out, reuses their finished candidates, and runs only the tasks that are missing.
 
 Without a model or a replay the round's candidates come from the offline optimiser (``Optimiser``): as
 many as the workers can take, planned here from the searchers of the beam's knob spaces, each result fed
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import time
+from collections import deque
 from pathlib import Path
 
 from beamsearch.beam import (
@@ -35,6 +38,7 @@ from beamsearch.beam_profiles import BeamProfiles
 from beamsearch.display import Display
 from beamsearch.handback import Handback, proposed_kernel, task_of
 from beamsearch.model_watch import ModelLost, ModelWatch
+from beamsearch.open_round import OpenRound
 from beamsearch.optimiser import PER_WORKER, Optimiser
 from beamsearch.outcome import (
     COMPILER_SEED_ID,
@@ -52,9 +56,9 @@ from beamsearch.records.state import (
     BeamEntry,
     BeamState,
     FinalTiming,
-    PendingKernel,
     ProfileJob,
     ProfileResult,
+    RoundPlan,
     RoundRecord,
     Summary,
     Task,
@@ -74,6 +78,9 @@ from workers.proposers.searcher import Searcher
 from workers.proposers.seed_portfolio import duplicates
 
 MODEL_ORIGINS = ("llm", "replay")  # kernels whose knobs a portfolio round tunes beside the model's proposals
+# Rounds out at once: one whose candidate hangs until its timeout stays open, and the rounds after it go on
+# (a round closes only after those before it, so a resume point never skips one).
+MAX_OPEN_ROUNDS = 3
 
 
 def _seed_id(variant: str) -> str:
@@ -110,6 +117,8 @@ class Driver:
         self.session_start = time.time()
         self.model_watch = ModelWatch()
         self.stop_reason = ""
+        self.open: list[OpenRound] = []  # the rounds in flight, oldest first (run_rounds)
+        self.closed_at = time.time()  # when the last round closed, or the rounds began
 
     # ------------------------------------------------------------------------------------------- round 0
     def measure_start(self, kernel: Kernel | None) -> None:
@@ -274,22 +283,108 @@ class Driver:
 
     # ------------------------------------------------------------------------------------------- rounds
     def run_rounds(self) -> None:
+        """Rounds up to the run's count or budget, overlapping: the next round's tasks go out as soon as the
+        round before has handed out its own, so no worker waits for a round's slowest candidate. Rounds
+        close in order, each saving the resume point (``OpenRound``)."""
         config = self.state.config
-        if self.state.setup_s is None and self.state.round == 0:  # the start is done: what the budget leaves out
+        if (
+            self.state.setup_s is None and self.state.round == 0
+        ):  # the start is done: what the budget leaves out
             self.state = self.state.model_copy(update={"setup_s": self._elapsed()})
             measured = ["the starting kernel", "the baselines"] + (
                 ["the compiler seed"] if config.wants_compiler_seed(self.state.spec.device) else [])  # fmt: skip
             self.display.event("setup", setup_s=round(self.state.setup_s, 1), measured=measured,
                                budget_minutes=config.minutes_budget())  # fmt: skip
         self.stop_reason = f"{config.rounds} rounds done"
-        for round_ in range(self.state.round + 1, config.rounds + 1):
-            if spent := self._budget_spent():
-                self.stop_reason = spent
-                break
-            if not self.run_round(round_):
-                self.stop_reason = "every knob space is exhausted: no new candidate to try"
-                break
+        self.seen, self.fastest = dict(self.state.seen), dict(self.state.fastest_compiled)
+        self.pending = list(self.state.pending)
+        self.open, self.closed_at = [], time.time()
+        self.no_more = False  # no further round opens: the last round, the budget, or nothing left to plan
+        self.plan_after_close = False  # nothing to plan from the results so far: try again after a close
+        if self._next_round_number() is not None:
+            self.optimiser = self._optimiser()
+            jobs = self.pool.run(
+                [], config.task_timeout_s, notify=self.display.event, spare_work=self._next_job
+            )
+            for result in jobs:
+                self._take(result)
+                self._close_done_rounds()
+            self._close_done_rounds()
         self.display.event("stop", after_round=self.state.round, reason=self.stop_reason)
+
+    def _next_job(self) -> Task | ProfileJob | None:
+        """A job for an idle worker: the open rounds' own, oldest round first, else the next round's first."""
+        self._close_done_rounds()
+        for round_ in self.open:
+            if (job := round_.next_job(self._hand_out)) is not None:
+                return job
+        if (number := self._next_round_number()) is None:
+            return None
+        opened = self._open_round(number)
+        if opened is None:  # nothing to plan: every space exhausted, unless results still out teach more
+            if self.open:
+                self.plan_after_close = True
+            else:
+                self.no_more, self.stop_reason = (
+                    True,
+                    "every knob space is exhausted: no new candidate to try",
+                )
+            return None
+        self.open.append(opened)
+        return self._next_job()
+
+    def _next_round_number(self) -> int | None:
+        """The round to open now, or None: the newest open round still has tasks to hand out, as many rounds
+        are open as may be, or no further round is to run (and why, in the stop reason)."""
+        if self.no_more or self.plan_after_close or len(self.open) >= MAX_OPEN_ROUNDS:
+            return None
+        if self.open and not self.open[-1].handed_out():
+            return None
+        number = (self.open[-1].number if self.open else self.state.round) + 1
+        if number > self.state.config.rounds:
+            self.no_more = True
+        elif spent := self._budget_spent():
+            self.no_more, self.stop_reason = True, spent
+        return None if self.no_more else number
+
+    def _hand_out(self, task: Task) -> Task:
+        """The task as a worker gets it: with the screen of the beam as it stands for its round, the run's
+        config (a model lost mid-run hands the rest to the optimiser), and the compiled code its space timed."""
+        config = self.state.config
+        earlier = [r for o in self.open if o.number <= task.round for r in o.results]
+        screen = screen_above_ms(self.state.beam, earlier, config.beam_width, config.screen_ratio)
+        return task.model_copy(update={"screen_above_ms": screen, "config": config,
+                                       "known_compiled": self.optimiser.known_compiled(task.id)})  # fmt: skip
+
+    def _take(self, result: TaskResult | ProfileResult) -> None:
+        """A job's result, into the open round it belongs to: a candidate marked, learned from, written."""
+        round_ = next(o for o in self.open if o.owns(result))
+        round_.back(result)
+        if isinstance(result, ProfileResult):
+            round_.profiles.take(result)
+            return
+        result = self._with_model_log(result)
+        self._watch_model(result, round_.number)
+        result = mark_same_compiled(mark_duplicate(result, self.seen), self.fastest)
+        self.optimiser.observe(result)
+        taken = round_.handback.taken
+        result = round_.handback.recover(result, self.seen)
+        notes, _ = round_.handback.take(
+            result, self.seen
+        )  # a new result's handed-back kernels have not run yet
+        if notes:
+            result = result.model_copy(update={"reply_notes": result.reply_notes + notes})
+        self.trace.write_candidate(result, self.problem)
+        round_.results.append(result)
+        self.display.candidate(result, more_tasks=round_.handback.taken - taken)
+        round_.last_candidate_at = time.time()
+
+    def _close_done_rounds(self) -> None:
+        while self.open and self.open[0].done():
+            self._close(self.open.pop(0))
+            for later in self.open:  # their profile jobs pick from the beam as it now stands
+                later.profiles.state = self.state
+            self.plan_after_close = False
 
     def _budget_spent(self) -> str:
         """Why the run's budget allows no further round; empty while it does. The minutes are the rounds' own:
@@ -299,24 +394,35 @@ class Driver:
         minutes = config.minutes_budget()
         if minutes is not None and self._search_s() >= 60 * minutes:
             return f"the budget of {minutes:g} minutes of search is spent ({self._search_s() / 60:.1f} min in rounds)"
-        if config.budget_candidates is not None and self._candidates() >= config.budget_candidates:
+        if config.budget_candidates is not None and self._committed() >= config.budget_candidates:
             return f"the budget of {config.budget_candidates} candidates is spent"
         return ""
 
     def _candidates(self) -> int:
+        """Candidates of the closed rounds."""
         return sum(r.tasks for r in self.state.rounds)
 
-    def _search_s(self) -> float:
-        """Seconds the rounds took, what ``--budget-minutes`` counts (a round cut short and resumed: its last session)."""
-        return sum(r.wall_s for r in self.state.rounds)
+    def _committed(self) -> int:
+        """Candidates of the closed rounds and those the open rounds have planned or taken on."""
+        return self._candidates() + sum(len(o.tasks) + o.handback.taken for o in self.open)
 
-    def _optimiser(self, per_round: int) -> Optimiser:
-        """The optimiser, from the saved state: it plans every candidate of an offline round, and tunes a
-        model's (or a replay's) kernels beside its proposals (``run_round``). ``per_round``: the most
-        candidates a round gives it, for its budget."""
+    def _search_s(self) -> float:
+        """Seconds the rounds took, what ``--budget-minutes`` counts: the closed rounds' (a round cut short
+        and resumed: its last session), and the time since the last closed while rounds run."""
+        running = time.time() - self.closed_at if self.open else 0.0
+        return sum(r.wall_s for r in self.state.rounds) + running
+
+    def _optimiser(self) -> Optimiser:
+        """The session's optimiser, from the saved state: it plans every candidate of an offline round, and
+        tunes a model's (or a replay's) kernels beside its proposals (``_plan``)."""
         state, config = self.state, self.state.config
+        per_round = max(self._round_size(offline=True), self._round_size(offline=False))
         rounds_left = (config.rounds - state.round) * per_round
-        left = rounds_left if config.budget_candidates is None else min(rounds_left, config.budget_candidates - self._candidates())
+        left = (
+            rounds_left
+            if config.budget_candidates is None
+            else min(rounds_left, config.budget_candidates - self._candidates())
+        )
         # A sweep is the searcher's exhaustive strategy run to the end: every point but those above a learned
         # resource limit, which would fail the same way.
         make = functools.partial(Searcher, strategy="exhaustive") if config.sweep else Searcher
@@ -331,96 +437,90 @@ class Driver:
         size = (config.candidates_per_round or PER_WORKER * len(self.pool.workers)) if offline \
             else config.beam_width * config.directions  # fmt: skip
         if config.budget_candidates is not None:
-            size = min(size, config.budget_candidates - self._candidates())
+            size = min(size, config.budget_candidates - self._committed())
         return size
 
-    def run_round(self, round_: int) -> bool:
-        """One round; False (and nothing recorded) when it has no candidate to try."""
-        start = time.time()
-        proposing = self.state.config.proposing
+    def _open_round(self, number: int) -> OpenRound | None:
+        """Round ``number`` with its tasks out to be handed out: its written plan (a resumed run), else a new
+        plan, written before any task of it runs. Its candidates finished in an earlier session are reused.
+        None (and nothing written) when it has no candidate to try."""
+        plan = self.trace.read_plan(number)
+        if plan is not None:
+            self.optimiser.adopt(plan)
+            planned_ids = {t.id for t in plan.tasks}
+            self.pending[:] = [p for p in self.pending if p.id not in planned_ids]
+        else:
+            plan = self._plan(number)
+            if not plan.tasks:
+                return None
+            self.trace.write_plan(plan)
+        tasks = {t.id: t for t in plan.tasks}
+        finished = {r.task_id: r for r in self.trace.finished_candidates(number)}
+        done = {i: r for i, r in finished.items() if _same_task(tasks.get(i), r)}
+        handback = Handback(self.state, number, tasks, plan.places, self.pending, finished)
+        results: list[TaskResult] = []
+        reused = sorted(done.values(), key=lambda r: r.finished_at)  # in the order they came back
+        while reused:
+            r = mark_same_compiled(mark_duplicate(reused.pop(0), self.seen), self.fastest)
+            self.optimiser.observe(r)
+            results.append(r)
+            reused += handback.take(r, self.seen)[1]
+        self.display.round_start(number, len(tasks) + handback.taken, reused=len(results))
+        profiles = BeamProfiles(self.state, number, results, notify=self.display.event)
+        todo = deque(t for t in plan.tasks if t.id not in done)
+        return OpenRound(number, tasks, todo, handback, profiles, results)
+
+    def _plan(self, number: int) -> RoundPlan:
+        """Round ``number``'s tasks, planned from everything known now: the beam as it would stand if the
+        open rounds ended now, every result the searchers have learned."""
+        view = self._beam_as_it_stands()
+        proposing = view.config.proposing
         capacity = self._round_size(offline=True)  # the candidates the workers can take
         size = self._round_size(offline=False) if proposing else capacity
-        optimiser = self._optimiser(max(size, capacity))  # a portfolio's variants fill a round
-        # kernels handed back in an earlier round that had no place for them come first: they are paid for
-        carried = [task_of(p, self.state, round_) for p in self.state.pending[:size]]
+        # kernels handed back earlier that had no place come first: they are paid for
+        carried = [task_of(p, view, number) for p in self.pending[: max(size, 0)]]
+        del self.pending[: len(carried)]
         new = size - len(carried)
-        if proposing:  # a portfolio: the model's ideas, and the knobs of the kernels it made that the beam kept
-            planned_now = plan_round(self.state, round_)[:new]
+        if (
+            proposing
+        ):  # a portfolio: the model's ideas, and the knobs of the kernels it made that the beam kept
+            planned_now = plan_round(view, number)[:new]
             model_tasks = len(carried) + len(planned_now)
             # the places the workers have beyond the model's tasks go to knob variants (at least one a task):
             # a model's or replay's round would otherwise leave the GPUs idle while the model thinks
             wanted = max(model_tasks, capacity - model_tasks)
             # within a candidate budget, the places for the model's handed-back kernels (paid for) come first
             tuning = self._more_within_budget(wanted, model_tasks + size)
-            planned_now += optimiser.plan(self.state, round_, tuning, roots=MODEL_ORIGINS, prefix="u") if tuning else []
+            planned_now += (
+                self.optimiser.plan(view, number, tuning, roots=MODEL_ORIGINS, prefix="u") if tuning else []
+            )
         else:
-            planned_now = optimiser.plan(self.state, round_, new)
+            planned_now = self.optimiser.plan(view, number, new) if new > 0 else []
         tasks = carried + planned_now
-        if not tasks:
-            return False
-        planned = {t.id: t for t in tasks}
-        finished = {r.task_id: r for r in self.trace.finished_candidates(round_)}
-        done = {i: r for i, r in finished.items() if _same_task(planned.get(i), r)}
-        todo = [t for t in tasks if t.id not in done]
-        places = self._more_within_budget(size, len(tasks))
-        handback = Handback(self.state, round_, planned, places, self.state.pending[size:], finished)
-        seen, fastest = dict(self.state.seen), dict(self.state.fastest_compiled)
-        results: list[TaskResult] = []
-        reused = sorted(done.values(), key=lambda r: r.finished_at)  # in the order they came back
-        while reused:
-            r = mark_same_compiled(mark_duplicate(reused.pop(0), seen), fastest)
-            optimiser.observe(r)
-            results.append(r)
-            reused += handback.take(r, seen)[1]
-        self.display.round_start(round_, len(tasks) + handback.taken, reused=len(results))
-        profiles = BeamProfiles(self.state, round_, results, notify=self.display.event)
-        config = self.state.config
+        return self.optimiser.plan_of(number, tasks, places=self._more_within_budget(size, len(tasks)))
 
-        def hand_out(task: Task) -> Task:
-            screen = screen_above_ms(self.state.beam, results, config.beam_width, config.screen_ratio)
-            # self.state.config, not config: a model lost mid-round (on_model_lost offline) drops the llm
-            return task.model_copy(update={"screen_above_ms": screen, "config": self.state.config,
-                                           "known_compiled": optimiser.known_compiled(task.id)})  # fmt: skip
-
-        def spare_work() -> Task | ProfileJob | None:  # handed-back kernels first, then the beam's profiles
-            task = handback.next_task()
-            return hand_out(task) if task is not None else profiles.next_job()
-
-        last_candidate_at = start
-        for result in self.pool.run(todo, config.task_timeout_s, notify=self.display.event,
-                                    spare_work=spare_work, hand_out=hand_out):  # fmt: skip
-            if isinstance(result, ProfileResult):
-                profiles.take(result)
-                continue
-            result = self._with_model_log(result)
-            self._watch_model(result, round_)
-            result = mark_same_compiled(mark_duplicate(result, seen), fastest)
-            optimiser.observe(result)
-            taken = handback.taken
-            result = handback.recover(result, seen)
-            notes, _ = handback.take(result, seen)  # a new result's handed-back kernels have not run yet
-            if notes:
-                result = result.model_copy(update={"reply_notes": result.reply_notes + notes})
-            self.trace.write_candidate(result, self.problem)
-            results.append(result)
-            self.display.candidate(result, more_tasks=handback.taken - taken)
-            last_candidate_at = time.time()
-        self._finish_round(round_, results, profiles, seen, fastest, start, last_candidate_at, optimiser,
-                           handback.pending)  # fmt: skip
-        return True
+    def _beam_as_it_stands(self) -> BeamState:
+        """The state as the open rounds' results so far leave it: its beam selected from them too (with the
+        profiles taken of them), and every kernel seen."""
+        results = [r for o in self.open for r in o.results]
+        profiled = {i: p for o in self.open for i, p in o.profiles.done.items()}
+        beam = [e.model_copy(update={"profile": profiled[e.id].profile, "roofline": profiled[e.id].roofline})
+                if e.profile is None and e.id in profiled else e
+                for e in select_beam(self.state.beam, results, self.state.config.beam_width)]  # fmt: skip
+        return self.state.model_copy(
+            update={"beam": beam, "seen": self.seen, "fastest_compiled": self.fastest}
+        )
 
     def _more_within_budget(self, wanted: int, planned: int) -> int:
         """How many candidates, up to ``wanted``, a round with ``planned`` tasks may try besides them within
         the candidate budget: a portfolio round's knob variants, a round's handed-back kernels (as many
         again as its size)."""
         budget = self.state.config.budget_candidates
-        return wanted if budget is None else max(0, min(wanted, budget - self._candidates() - planned))
+        return wanted if budget is None else max(0, min(wanted, budget - self._committed() - planned))
 
-    def _finish_round(self, round_: int, results: list[TaskResult], profiles: BeamProfiles, seen: dict[str, str],
-                      fastest: dict[str, tuple[str, float]], start: float, last_candidate_at: float,
-                      optimiser: Optimiser | None, pending: list[PendingKernel]) -> None:  # fmt: skip
+    def _close(self, round_: OpenRound) -> None:
         """Select the beam (its kernels all profiled by now: ``BeamProfiles``), record the round, save."""
-        state = self.state
+        state, results, profiles = self.state, round_.results, round_.profiles
         results.sort(key=lambda r: r.task_id)
         beam, updated = profiles.apply(select_beam(state.beam, results, state.config.beam_width), results)
         for old, new in zip(results, updated, strict=True):
@@ -432,10 +532,10 @@ class Driver:
         ok = [r for r in results if r.status == "ok" and r.ranked_ms is not None]
         best = min(ok, key=lambda r: r.ranked_ms, default=None)
         record = RoundRecord(
-            round=round_, tasks=len(results), ok=len(ok), failed=sum(r.status == "failed" for r in results),
+            round=round_.number, tasks=len(results), ok=len(ok), failed=sum(r.status == "failed" for r in results),
             best_id=best.task_id if best else None, best_ms=best.ranked_ms if best else None,
-            beam=[e.id for e in beam], running_best_ms=beam[0].ranked_ms if beam else None, wall_s=now - start,
-            profile_wall_s=max(0.0, now - last_candidate_at) if profiled else 0.0,
+            beam=[e.id for e in beam], running_best_ms=beam[0].ranked_ms if beam else None, wall_s=now - self.closed_at,
+            profile_wall_s=max(0.0, now - round_.last_candidate_at) if profiled else 0.0,
             profile_s=sum(r.stage_s.get("profile", 0.0) for r in profiled), profiles=len(profiled),
             profiles_unused=profiles.unused(beam),
             screened=sum(r.screened for r in results), inconclusive=sum(r.status == "inconclusive" for r in results),
@@ -443,12 +543,13 @@ class Driver:
             tokens=sum(r.tokens for r in results),
             cost_usd=sum(r.cost_usd for r in results),
         )  # fmt: skip
+        self.closed_at = now
         self.trace.write_round(record, best, self.problem)
         history = state.history + [a for a in map(attempt_of, results) if a is not None]
-        self.state = state.model_copy(update={"round": round_, "beam": beam, "history": history, "seen": seen,
-                                              "fastest_compiled": fastest, "rounds": state.rounds + [record],
-                                              "pending": pending,
-                                              "optimiser": optimiser.state() if optimiser else state.optimiser})  # fmt: skip
+        self.state = state.model_copy(update={"round": round_.number, "beam": beam, "history": history,
+                                              "seen": dict(self.seen), "fastest_compiled": dict(self.fastest),
+                                              "rounds": state.rounds + [record], "pending": list(self.pending),
+                                              "optimiser": self.optimiser.state()})  # fmt: skip
         self._save()
         self.display.round_end(record, self._speedup(record.running_best_ms))
 

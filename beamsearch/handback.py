@@ -54,12 +54,13 @@ class Handback:
     def __init__(self, state: BeamState, round_: int, tasks: dict[str, Task], places: int,
                  waiting: list[PendingKernel], finished: dict[str, TaskResult]) -> None:  # fmt: skip
         """``tasks``: the round's planned tasks by id (their parents are the handed-back kernels'); ``places``:
-        how many handed-back kernels the round may still try; ``waiting``: kernels of earlier rounds this one
-        had no place for; ``finished``: the round's candidates on disk (a resumed round), by id."""
+        how many handed-back kernels the round may still try; ``waiting``: the run's kernels that had no place
+        yet, a list this round appends to and later rounds take from (rounds overlap); ``finished``: the
+        round's candidates on disk (a resumed round), by id."""
         self.state, self.round, self.tasks, self.finished = state, round_, tasks, finished
         self.places = places
         self.queue: deque[Task] = deque()
-        self.pending: list[PendingKernel] = list(waiting)
+        self.pending: list[PendingKernel] = waiting
         self.codes: dict[str, str] = {code_hash(p.kernel.source): p.id for p in waiting}
         self.taken = 0  # handed-back kernels this round tries (queued, or finished before a resume)
 
@@ -70,19 +71,22 @@ class Handback:
         notes: list[str] = []
         reused: list[TaskResult] = []
         origin = self.tasks.get(result.task_id)
+        waiting = {code_hash(p.kernel.source): p.id for p in self.pending}  # other rounds' too
         for n, kernel in enumerate(result.handed_back if origin else [], 1):
             pending = PendingKernel(id=f"{result.task_id}-k{n}", kernel=kernel, parent=origin.parent,
                                     direction=origin.direction, from_task=result.task_id)  # fmt: skip
             code = code_hash(kernel.source)
             before = self.finished.get(pending.id)
-            if before is not None and _same_kernel(proposed_kernel(before), kernel):
+            if any(p.id == pending.id for p in self.pending):  # resumed: saved as waiting while this round ran
+                notes.append(f"{pending.id}: no place left in round {self.round}; waits for the next round")
+            elif before is not None and _same_kernel(proposed_kernel(before), kernel):
                 self.codes[code], self.places, self.taken = pending.id, self.places - 1, self.taken + 1
                 reused.append(before)
                 notes.append(f"{pending.id}: tried in round {self.round}")
             elif code in seen:
                 notes.append(f"{pending.id} not tried: same code as {seen[code]}")
-            elif code in self.codes:
-                notes.append(f"{pending.id} not tried: same code as {self.codes[code]}, handed back too")
+            elif (same := self.codes.get(code) or waiting.get(code)) is not None:
+                notes.append(f"{pending.id} not tried: same code as {same}, handed back too")
             elif self.places > 0:
                 self.codes[code], self.places, self.taken = pending.id, self.places - 1, self.taken + 1
                 self.queue.append(task_of(pending, self.state, self.round))

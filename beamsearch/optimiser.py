@@ -9,9 +9,12 @@ not a second one over the same points. The first points are the root's own, its 
 configs where it has them, tensor-core tiles where it calls ``tl.dot``, then the roofline class's moves;
 none of them rules a region out.
 
-Planning always starts from the saved ``OptimiserState`` (part of the BeamState), so a resumed round
-plans exactly the tasks its first session did. A point whose kernel the run has already measured is
-told that kernel's outcome instead of running again, so no kernel is ever a candidate twice.
+One optimiser serves a session's rounds, which overlap: the next round is planned while the last
+candidates of the one before still run. A round's plan is written down (``RoundPlan``) and a resumed
+round runs it (``adopt``), since the searchers it came from had learned from results in the order they
+came. A point whose kernel the run has already measured is told that kernel's outcome instead of
+running again, and one whose kernel a planned candidate is still measuring waits for that candidate's
+result, so no kernel is ever a candidate twice; a result already learned is not learned again.
 
 Pure: no Ray, no GPU, no files.
 """
@@ -29,6 +32,8 @@ from beamsearch.records.state import (
     BeamState,
     OptimiserState,
     Outcome,
+    PlannedPoint,
+    RoundPlan,
     SpaceSearch,
     Task,
     TaskResult,
@@ -70,6 +75,11 @@ class Optimiser:
         # task id -> the (search, point) pairs its candidate answers
         self.points: dict[str, list[tuple[str, Point]]] = {}
         self.compiled: dict[str, dict[str, TimedCode]] = {k: dict(v) for k, v in saved.compiled.items()}
+        self.observed: list[str] = list(saved.observed)
+        self._observed = set(self.observed)
+        # code hash -> the planned task measuring that kernel, until its result is learned
+        self.in_flight: dict[str, str] = {}
+        self.began: dict[str, SpaceSearch] = {}  # searches begun in this session, as they began
 
     # ------------------------------------------------------------------------------------------- planning
     def plan(self, state: BeamState, round_: int, count: int, roots: Collection[str] | None = None,
@@ -90,15 +100,36 @@ class Optimiser:
                 parents.setdefault(key, entry)
                 self._know_root(key, entry)
         tasks: list[Task] = []
-        planned: dict[str, str] = {}  # code hash -> the task planned with that kernel
         active = list(parents)
         while len(tasks) < count and active:
             left = count - len(tasks)
             for i, key in enumerate(list(active)):
                 share = left // len(active) + (i < left % len(active))
-                if share and self._take(key, share, parents[key], state, round_, tasks, planned, prefix) < share:
+                if share and self._take(key, share, parents[key], state, round_, tasks, prefix) < share:
                     active.remove(key)
         return tasks
+
+    def plan_of(self, round_: int, tasks: list[Task], places: int) -> RoundPlan:
+        """The round's plan as written down: its tasks, the knob points each answers, and the searches of
+        those points that began this session (as they began)."""
+        points = {t.id: [PlannedPoint(search=k, point=p) for k, p in self.points[t.id]] for t in tasks
+                  if t.id in self.points}  # fmt: skip
+        keys = {p.search for answers in points.values() for p in answers}
+        searches = {k: s for k, s in self.began.items() if k in keys}
+        return RoundPlan(round=round_, tasks=tasks, points=points, places=places, searches=searches)
+
+    def adopt(self, plan: RoundPlan) -> None:
+        """A round planned in an earlier session, resumed: its tasks' results teach the searchers their
+        points, and its kernels are not planned again while they run. A search the resume point lacks
+        begins again as it began; its first points are those planned, so they join their tasks."""
+        for key, search in plan.searches.items():
+            if key not in self.searches:
+                self.searches[key] = self.began[key] = search
+        for task in plan.tasks:
+            if task.id in plan.points:
+                self.points[task.id] = [(p.search, p.point) for p in plan.points[task.id]]
+                if task.kernel is not None and task.id not in self._observed:
+                    self.in_flight.setdefault(code_hash(task.kernel.source), task.id)
 
     def _root_origin(self, entry: BeamEntry) -> str:
         """Who made the kernel at the root of ``entry``'s space: a tuner's kernel is its root's."""
@@ -129,10 +160,11 @@ class Optimiser:
         self.live[kernel.hash] = searcher
         self.searches[kernel.hash] = SpaceSearch(root_id=entry.id, root=kernel, space=space, budget=self.budget,
                                                  searcher=searcher.state())  # fmt: skip
+        self.began[kernel.hash] = self.searches[kernel.hash]
         return kernel.hash
 
     def _take(self, key: str, n: int, parent: BeamEntry, state: BeamState, round_: int, tasks: list[Task],
-              planned: dict[str, str], prefix: str) -> int:  # fmt: skip
+              prefix: str) -> int:  # fmt: skip
         """Append up to ``n`` new tasks from search ``key``'s next points; returns how many."""
         searcher = self._searcher(key)  # first: it may start the search again over a new space
         search = self.searches[key]
@@ -141,8 +173,8 @@ class Optimiser:
             for point in points:
                 source = render(search.root.source, search.space, point)
                 code = code_hash(source)
-                if code in planned:  # two points, one kernel: both learn from its one candidate
-                    self.points[planned[code]].append((key, point))
+                if code in self.in_flight:  # two points, one kernel: both learn from its one candidate
+                    self.points[self.in_flight[code]].append((key, point))
                     continue
                 known = self.outcomes.get(code)
                 if known is None and code in state.seen:
@@ -157,7 +189,7 @@ class Optimiser:
                 task = Task(id=f"r{round_}-{prefix}{len(tasks)}", round=round_, direction=made, parent=parent, spec=state.spec,
                             config=state.config, floor=state.floor, kernel=kernel)  # fmt: skip
                 tasks.append(task)
-                planned[code] = task.id
+                self.in_flight[code] = task.id
                 self.points[task.id] = [(key, point)]
                 made += 1
         return made
@@ -166,8 +198,10 @@ class Optimiser:
     def observe(self, result: TaskResult) -> None:
         """Teach the searchers whose points ``result``'s candidate answers; other results are ignored."""
         answers = self.points.get(result.task_id)
-        if not answers:
+        if not answers or result.task_id in self._observed:
             return
+        self._observed.add(result.task_id)
+        self.observed.append(result.task_id)
         outcome = self._outcome(result, [key for key, _ in answers])
         kernel = result.kernel
         if len(result.tries) > 1:  # a model refined the variant: the point's own kernel is the first try's
@@ -175,6 +209,7 @@ class Optimiser:
             outcome, kernel = _failed("rejected", f"{first.verdict.status}: {first.verdict.reason}"), first.kernel
         if kernel is not None:
             self.outcomes[code_hash(kernel.source)] = outcome
+        self.in_flight = {code: task for code, task in self.in_flight.items() if task != result.task_id}
         for key, point in answers:
             searcher = self._searcher(key)
             searcher.observe(point, outcome.time_ms, outcome.failure)
@@ -216,7 +251,8 @@ class Optimiser:
     def state(self) -> OptimiserState:
         searches = {k: s.model_copy(update={"searcher": self.live[k].state()}) if k in self.live else s
                     for k, s in self.searches.items()}  # fmt: skip
-        return OptimiserState(searches=searches, outcomes=self.outcomes, compiled=self.compiled)
+        return OptimiserState(searches=searches, outcomes=self.outcomes, compiled=self.compiled,
+                              observed=self.observed)  # fmt: skip
 
     def _searcher(self, key: str) -> SearcherLike:
         if key not in self.live:

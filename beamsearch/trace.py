@@ -7,6 +7,7 @@
         input_ncu_metrics.json  bottleneck_prompt.txt  bottleneck_response.txt  strategy.json
         opt_prompt.txt  opt_reply.txt  reflexion.txt  optimized_ncu_metrics.json  kernel.py
         benchmark_results.json  round.json (RoundRecord)
+        plan.json                                 the round's tasks as planned, before the first ran (RoundPlan)
         refine_<n>_prompt.txt refine_<n>_reply.txt  each refinement request after a failed verification
         llm_calls.txt                             one line per model request: status, time, tokens, cost, why unused
     <out>/optimization_trace/round_N/candidates/<id>/   the same for every candidate, plus result.json
@@ -25,13 +26,14 @@ from pathlib import Path
 
 from beamsearch.records.llm import Exchange
 from beamsearch.records.schema import Profile
-from beamsearch.records.state import BeamState, RoundRecord, Summary, TaskResult
+from beamsearch.records.state import BeamState, RoundPlan, RoundRecord, Summary, TaskResult
 from beamsearch.records.trace_archive import TRACE_DIR
 
 STATE_FILE = "state.json"
 SUMMARY_FILE = "summary.json"
 BEST_KERNEL_FILE = "optimized_kernel_beam_search.py"
 RESULT_FILE = "result.json"
+PLAN_FILE = "plan.json"
 
 
 class TraceWriteError(OSError):
@@ -85,6 +87,15 @@ class TraceWriter:
             for name, text in published_files(best, problem).items():
                 write_atomic(folder / name, text)
         write_atomic(folder / "round.json", record.model_dump_json(indent=1))
+
+    def write_plan(self, plan: RoundPlan) -> None:
+        write_atomic(self.round_dir(plan.round) / PLAN_FILE, plan.model_dump_json())
+
+    def read_plan(self, round_: int) -> RoundPlan | None:
+        """The round's plan, if it was planned (a run resumed mid-round); None before, or for a run saved
+        before plans were written (its round is planned again, from the same saved state)."""
+        path = self.round_dir(round_) / PLAN_FILE
+        return RoundPlan.model_validate_json(path.read_text()) if path.is_file() else None
 
     def finished_candidates(self, round_: int) -> list[TaskResult]:
         """Candidates of a round whose folders are complete: what a resumed run does not redo."""

@@ -21,40 +21,50 @@ from workers.actor.task import profile_beam_kernel
 
 
 class ScriptedPool:
-    """Answers the round's tasks with ``answers`` (by task id, in that order). After the first
-    ``spare_after`` answers it asks for spare work after each one, as the real pool does once every task
-    is out and a worker is idle, and answers each profile job the way a worker does when ncu is not
-    there, except for ``fail``, a job whose worker died twice (the pool's own failed record). Each task
-    is handed out (``hand_out``, kept in ``handed``) just before its answer, as with one worker."""
+    """Stands in for the pool: ``workers`` workers, each asking the driver for a job when idle (the real
+    pool's spare work; the driver hands out every job so). A task is answered from ``answers`` (by task id),
+    those out first in ``answers``' order; a profile job is answered before any task, the way a worker does
+    when ncu is not there, except for ``fail``, a job whose worker died twice (the pool's own failed
+    record). One worker takes the round's tasks one by one and profiles after the last; six take every
+    task at once and profile as each comes back."""
 
-    def __init__(self, answers: dict[str, TaskResult], spare_after: int, fail: str = "", task_s: float = 0.0) -> None:
-        self.answers, self.spare_after, self.fail, self.task_s = answers, spare_after, fail, task_s
+    def __init__(self, answers: dict[str, TaskResult], workers: int = 1, fail: str = "", task_s: float = 0.0) -> None:
+        self.answers, self.fail, self.task_s = answers, fail, task_s
         self.jobs: list[ProfileJob] = []
         self.handed: list[Task] = []
-        self.workers = ["w0"]  # one worker, as the hand-outs above
+        self.workers = [f"w{i}" for i in range(workers)]
 
     def run(self, tasks: list[Task], timeout_s: float, method: str = "run", notify=None, spare_work=None,
             hand_out=lambda task: task):  # fmt: skip
-        assert sorted(t.id for t in tasks) == sorted(self.answers)
-        by_id = {t.id: t for t in tasks}
-        for i, result in enumerate(self.answers.values()):
-            self.handed.append(hand_out(by_id[result.task_id]))
-            time.sleep(self.task_s)
-            yield result
-            if i + 1 >= self.spare_after:
-                yield from self._spare(spare_work)
-        yield from self._spare(spare_work)
+        queue, out = list(tasks), []
+        order = list(self.answers)
+        while True:
+            while len(out) < len(self.workers):
+                job = hand_out(queue.pop(0)) if queue else spare_work() if spare_work else None
+                if job is None:
+                    break
+                out.append(job)
+                if isinstance(job, Task):
+                    assert job.id in self.answers, job.id
+                    self.handed.append(job)
+            if not out:
+                return
+            profiles = [j for j in out if isinstance(j, ProfileJob)]
+            job = profiles[0] if profiles else min(out, key=lambda t: order.index(t.id))
+            out.remove(job)
+            yield self._profile(job) if isinstance(job, ProfileJob) else self._answer(job)
 
-    def _spare(self, spare_work):
-        while spare_work is not None and (job := spare_work()) is not None:
-            assert isinstance(job, ProfileJob)
-            self.jobs.append(job)
-            if job.entry.id == self.fail:
-                yield failed(job, "the worker died twice running this task")
-            else:
-                profile = Profile(available=False, reason=f"no ncu for {job.entry.id}", duration_s=1.0)
-                yield ProfileResult(job_id=job.id, kernel_id=job.entry.id, profile=profile, stage_s={"profile": 2.0},
-                                    gpu_measure_s=1.0)  # fmt: skip
+    def _answer(self, task: Task) -> TaskResult:
+        time.sleep(self.task_s)
+        return self.answers[task.id]
+
+    def _profile(self, job: ProfileJob):
+        self.jobs.append(job)
+        if job.entry.id == self.fail:
+            return failed(job, "the worker died twice running this task")
+        profile = Profile(available=False, reason=f"no ncu for {job.entry.id}", duration_s=1.0)
+        return ProfileResult(job_id=job.id, kernel_id=job.entry.id, profile=profile, stage_s={"profile": 2.0},
+                             gpu_measure_s=1.0)  # fmt: skip
 
 
 def _result(id_: str, ms: float | None, status: str = "ok") -> TaskResult:
@@ -87,9 +97,9 @@ def _driver(tmp_path, pool: ScriptedPool, device: str = "cuda") -> Driver:
 
 
 def test_only_the_beams_new_kernels_are_profiled_and_the_trace_says_so(tmp_path) -> None:
-    pool = ScriptedPool(ANSWERS, spare_after=len(ANSWERS), fail="r1-t1", task_s=0.2)  # profiles after the last task
+    pool = ScriptedPool(ANSWERS, fail="r1-t1", task_s=0.2)  # one worker: profiles after the last task
     driver = _driver(tmp_path, pool)
-    driver.run_round(1)
+    driver.run_rounds()
 
     assert [job.entry.id for job in pool.jobs] == ["r1-t0", "r1-t1"]
     beam = {e.id: e for e in driver.state.beam}
@@ -113,9 +123,9 @@ def test_only_the_beams_new_kernels_are_profiled_and_the_trace_says_so(tmp_path)
 
 
 def test_profiles_start_while_tasks_run_and_one_pushed_out_is_counted_unused(tmp_path) -> None:
-    pool = ScriptedPool(ANSWERS, spare_after=1)  # spare work from the first result on
+    pool = ScriptedPool(ANSWERS, workers=6)  # every task out at once: profiles from the first result on
     driver = _driver(tmp_path, pool)
-    driver.run_round(1)
+    driver.run_rounds()
 
     # r1-t2 came first, and the beam as it stood then (the input and r1-t2) had room for it.
     assert [job.entry.id for job in pool.jobs] == ["r1-t2", "r1-t0", "r1-t1"]
@@ -131,7 +141,7 @@ def test_profiles_start_while_tasks_run_and_one_pushed_out_is_counted_unused(tmp
 def test_a_kernel_with_a_profile_job_running_gets_no_second_one(tmp_path) -> None:
     from beamsearch.beam_profiles import BeamProfiles
 
-    driver = _driver(tmp_path, ScriptedPool(ANSWERS, spare_after=1))
+    driver = _driver(tmp_path, ScriptedPool(ANSWERS, workers=6))
     results = [ANSWERS["r1-t0"], ANSWERS["r1-t1"]]
     profiles = BeamProfiles(driver.state, 1, results)
     first, second = profiles.next_job(), profiles.next_job()  # neither job is back yet
@@ -142,24 +152,25 @@ def test_a_kernel_with_a_profile_job_running_gets_no_second_one(tmp_path) -> Non
 
 
 def test_each_task_is_handed_out_with_the_time_it_must_beat_to_enter_the_beam(tmp_path) -> None:
-    pool = ScriptedPool(ANSWERS, spare_after=len(ANSWERS))
+    answers = {**ANSWERS, "r1-t0": _result("r1-t0", 9.0), "r1-t1": _result("r1-t1", 1.0), "r1-t2": _result("r1-t2", 2.0)}
+    pool = ScriptedPool(answers)  # one worker: each task is handed out after the one before is back
     driver = _driver(tmp_path, pool)
-    driver.run_round(1)
-    # The input is 5 ms; a beam of 3 is full once two results are in (r1-t2 at 9 ms, r1-t0 at 1 ms), and
-    # r1-t1's 2 ms pushes r1-t2 out. The default ratio is 1.2.
+    driver.run_rounds()
+    # The input is 5 ms; a beam of 3 is full once two results are in (r1-t0 at 9 ms, r1-t1 at 1 ms), and
+    # r1-t2's 2 ms pushes r1-t0 out. The default ratio is 1.2.
     screens = [(t.id, t.screen_above_ms and round(t.screen_above_ms, 6)) for t in pool.handed]
-    assert screens == [("r1-t2", None), ("r1-t0", None), ("r1-t1", 10.8), ("r1-t3", 6.0), ("r1-t4", 6.0), ("r1-t5", 6.0)]
-    off = ScriptedPool(ANSWERS, spare_after=len(ANSWERS))
+    assert screens == [("r1-t0", None), ("r1-t1", None), ("r1-t2", 10.8), ("r1-t3", 6.0), ("r1-t4", 6.0), ("r1-t5", 6.0)]
+    off = ScriptedPool(ANSWERS)
     driver = _driver(tmp_path / "off", off)
     driver.state = driver.state.model_copy(update={"config": driver.state.config.model_copy(update={"screen_ratio": None})})
-    driver.run_round(1)
+    driver.run_rounds()
     assert all(t.screen_above_ms is None for t in off.handed)
 
 
 def test_cpu_runs_profile_nothing(tmp_path) -> None:
-    pool = ScriptedPool(ANSWERS, spare_after=1)
+    pool = ScriptedPool(ANSWERS, workers=6)
     driver = _driver(tmp_path, pool, device="cpu")
-    driver.run_round(1)
+    driver.run_rounds()
     assert pool.jobs == [] and driver.state.beam[0].profile is None
     record = driver.state.rounds[0]
     assert record.profile_wall_s == 0.0 and record.profiles == 0
@@ -193,7 +204,7 @@ def test_offline_only_a_knob_searchs_root_is_profiled_and_the_crowned_variant_at
     from beamsearch.beam import entry_of, select_beam
     from beamsearch.beam_profiles import NOT_READ, BeamProfiles
 
-    driver = _driver(tmp_path, ScriptedPool(ANSWERS, spare_after=1))
+    driver = _driver(tmp_path, ScriptedPool(ANSWERS, workers=6))
     offline = driver.state.config.model_copy(update={"replay": None})
     driver.state = driver.state.model_copy(update={"config": offline})
     seed = _result("r1-t9", 3.0).model_copy(update={"kernel": Kernel(source="def kernel_function(x):\n    return x * 1\n",

@@ -44,6 +44,21 @@ def test_a_round_all_ok_and_without_a_model_says_none_and_no_tokens() -> None:
     assert "(not ok: none)" in line and "tokens" not in line and "inconclusive" not in line
 
 
+def test_a_round_closing_after_the_next_began_names_its_own_candidates() -> None:
+    """Rounds overlap: round 2 starts while round 1's last candidate runs, and round 1's line counts only
+    round 1's candidates."""
+    screen = io.StringIO()
+    display = Display(False, lambda event: None, Console(file=screen, force_terminal=False, width=300))
+    display.round_start(1, 2, 0)
+    display.candidate(_result("r1-t0", "rejected"))
+    display.round_start(2, 2, 0)
+    display.candidate(_result("r2-t0", "no_proposal").model_copy(update={"round": 2}))
+    display.candidate(_result("r1-t1", "ok"))
+    display.round_end(RoundRecord(round=1, tasks=2, ok=1, failed=0), speedup=None)
+    line = next(line for line in screen.getvalue().splitlines() if line.startswith("round 1"))
+    assert "(not ok: 1 rejected)" in line
+
+
 # ----------------------------------------------------------------------------------------- issue 48: the console
 
 

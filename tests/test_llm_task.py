@@ -80,7 +80,7 @@ def test_the_cause_of_no_kernel_is_in_the_reason_the_console_and_the_folder(serv
     display.close()
     text = screen.getvalue()
     assert "has no ```python code block" in text and "no reply: server_error" in text
-    assert display.not_ok == {"no_proposal": 2}
+    assert display.not_ok[prose.round] == {"no_proposal": 2}
 
 
 def test_the_rewrite_prompt_carries_the_parents_time_and_the_floor(server) -> None:

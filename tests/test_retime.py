@@ -157,8 +157,8 @@ def test_a_round_counts_its_inconclusive_candidates_apart_from_failures(tmp_path
     disturbed = TaskResult(task_id="r1-t4", parent_id="input", round=1, direction=0, status="inconclusive",
                            reason="timing inconclusive: ...", kernel=Kernel(source="# t4\n", origin="tuner"))  # fmt: skip
     answers = {**ANSWERS, "r1-t4": disturbed}
-    driver = _driver(tmp_path / "run", ScriptedPool(answers, spare_after=len(answers)))
-    driver.run_round(1)
+    driver = _driver(tmp_path / "run", ScriptedPool(answers))
+    driver.run_rounds()
     record = driver.state.rounds[0]
     assert record.inconclusive == 1 and record.failed == 0 and "r1-t4" not in record.beam
     run = load_run(tmp_path / "run")

@@ -217,11 +217,11 @@ def _budget_driver(tmp_path, *, elapsed_s: float, round_walls: list[float], **co
     rounds = [RoundRecord(round=i + 1, tasks=4, ok=4, failed=0, wall_s=w) for i, w in enumerate(round_walls)]
     state = BeamState(config=SearchConfig(problem="p", **config), problem="p", spec=spec, round=len(rounds),
                       rounds=rounds, elapsed_s=elapsed_s)  # fmt: skip
-    driver = Driver.__new__(Driver)
     events: list[tuple[str, dict]] = []
-    driver.state, driver.trace, driver.session_start = state, TraceWriter(tmp_path), __import__("time").time()
-    driver.display = SimpleNamespace(event=lambda kind, **data: events.append((kind, data)), events=events)
-    return driver
+    display = SimpleNamespace(event=lambda kind, **data: events.append((kind, data)), events=events)
+    # a pool of one worker that asks the driver for work once, as an idle worker does
+    pool = SimpleNamespace(workers=["w0"], run=lambda tasks, timeout_s, notify, spare_work: iter([spare_work()][:0]))
+    return Driver(state, pool, TraceWriter(tmp_path), display, "p", {})
 
 
 def test_the_minutes_budget_counts_the_rounds_not_the_setup(tmp_path) -> None:
@@ -235,7 +235,7 @@ def test_the_minutes_budget_counts_the_rounds_not_the_setup(tmp_path) -> None:
 
 def test_the_start_says_how_long_setup_took_and_keeps_it(tmp_path) -> None:
     driver = _budget_driver(tmp_path, elapsed_s=72.0, round_walls=[], budget_minutes=3.0)
-    driver.run_round = lambda round_: False  # every space exhausted at once
+    driver._open_round = lambda number: None  # every space exhausted at once
     driver.run_rounds()
     kinds = [kind for kind, _ in driver.display.events]
     assert kinds == ["setup", "stop"] and driver.state.setup_s == pytest.approx(72.0, abs=1.0)

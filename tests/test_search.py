@@ -111,7 +111,7 @@ def test_tuner_run_survives_a_killed_worker_and_a_killed_driver(tmp_path) -> Non
     proc = subprocess.Popen([sys.executable, "-m", "beamsearch.run", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, cwd=ROOT, env={**_env(), "TMPDIR": str(temp)}, start_new_session=True)  # fmt: skip
     lines: list[str] = []
-    killed_worker = False
+    killed_worker = round1_closed = False
     try:
         deadline = time.monotonic() + 400
         for line in proc.stdout:
@@ -123,8 +123,9 @@ def test_tuner_run_survives_a_killed_worker_and_a_killed_driver(tmp_path) -> Non
                 time.sleep(1.5)  # both workers are inside their first task's verification
                 os.kill(worker_pids[0], signal.SIGKILL)
                 killed_worker = True
-            if event.get("event") == "candidate" and event["id"].startswith("r2-"):
-                break
+            round1_closed = round1_closed or (event.get("event") == "round_end" and event["round"] == 1)
+            if round1_closed and event.get("event") == "candidate" and event["id"].startswith("r2-"):
+                break  # rounds overlap: round 2's candidates may come before round 1 closes
             assert time.monotonic() < deadline, "the run took too long"
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -142,14 +143,14 @@ def test_tuner_run_survives_a_killed_worker_and_a_killed_driver(tmp_path) -> Non
     assert state.round == 1
     assert state.config.compiler_seed is False  # a CPU run with no recording settles on none, and says so
     before = {p.parent.name: TaskResult.model_validate_json(p.read_text()).finished_at
-              for p in (out / "optimization_trace/round_2/candidates").glob("*/result.json")}  # fmt: skip
-    assert before, "the driver was killed after a round-2 candidate was written"
+              for p in (out / "optimization_trace").glob("round_[23]/candidates/*/result.json")}  # fmt: skip
+    assert any(i.startswith("r2-") for i in before), "the driver was killed after a round-2 candidate was written"
 
     again = run_cli("--resume", "--out", str(out), "--quiet", timeout=400, env={"TMPDIR": str(temp)})
     assert again.returncode == 0, again.stderr[-3000:]
     resumed = _events(again.stdout.splitlines())
     start2 = next(e for e in resumed if e["event"] == "round_start" and e["round"] == 2)
-    assert start2["reused"] == len(before)
+    assert start2["reused"] == sum(i.startswith("r2-") for i in before)
     assert not [e for e in resumed if e["event"] == "candidate" and e["id"] in before], "finished candidates redone"
     summary, candidates = check_trace(out, rounds=3)
     for task_id, finished_at in before.items():
@@ -356,18 +357,19 @@ def test_full_disk_and_a_garbage_model_lose_nothing(tmp_path, monkeypatch, capsy
         err = capsys.readouterr().err
         assert "No space left on device" in err and "--resume" in err, err[-2000:]
         state = BeamState.model_validate_json((out / "state.json").read_text())
-        assert state.round == 1
+        # rounds overlap: round 2's plan is written as round 1's last task goes out, so round 1 may not have closed
+        assert state.round in (0, 1)
         for path in out.rglob("*.json"):
             json.loads(path.read_text())  # no file half-written
-        round1 = [TaskResult.model_validate_json(p.read_text()) for p in out.glob("optimization_trace/round_1/candidates/*/result.json")]
-        assert sorted(r.status for r in round1) == ["no_proposal", "no_proposal"]
-        assert all(r.diagnosis.source == "rules" for r in round1)  # garbage diagnosis: one repair, then the rules
-        reasons = " ".join(e.parse_error for r in round1 for e in r.exchanges)
-        assert "no JSON" in reasons and "no reply: timeout" in reasons, reasons
 
         disk.full = False
         assert run.main(["--resume", "--out", str(out), "--quiet"]) == 0
     summary, _ = check_trace(out, rounds=2)
+    round1 = [TaskResult.model_validate_json(p.read_text()) for p in out.glob("optimization_trace/round_1/candidates/*/result.json")]
+    assert sorted(r.status for r in round1) == ["no_proposal", "no_proposal"]
+    assert all(r.diagnosis.source == "rules" for r in round1)  # garbage diagnosis: one repair, then the rules
+    reasons = " ".join(e.parse_error for r in round1 for e in r.exchanges)
+    assert "no JSON" in reasons and "no reply: timeout" in reasons, reasons
     assert summary.best_id == "input" and summary.candidates_ok == 0
 
 
