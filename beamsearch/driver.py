@@ -37,7 +37,8 @@ from beamsearch.beam import (
 from beamsearch.beam_profiles import BeamProfiles
 from beamsearch.display import Display
 from beamsearch.handback import Handback, proposed_kernel, task_of
-from beamsearch.model_watch import ModelLost, ModelWatch
+from beamsearch.model_shares import ModelRotation
+from beamsearch.model_watch import ModelLost
 from beamsearch.open_round import OpenRound
 from beamsearch.optimiser import PER_WORKER, Optimiser
 from beamsearch.outcome import (
@@ -115,7 +116,7 @@ class Driver:
         self.problem = problem
         self.versions = versions
         self.session_start = time.time()
-        self.model_watch = ModelWatch()
+        self.models = ModelRotation(state.models, state.config)  # several models: who asks what, shares
         self.stop_reason = ""
         self.open: list[OpenRound] = []  # the rounds in flight, oldest first (run_rounds)
         self.closed_at = time.time()  # when the last round closed, or the rounds began
@@ -353,8 +354,8 @@ class Driver:
         config = self.state.config
         earlier = [r for o in self.open if o.number <= task.round for r in o.results]
         screen = screen_above_ms(self.state.beam, earlier, config.beam_width, config.screen_ratio)
-        return task.model_copy(update={"screen_above_ms": screen, "config": config,
-                                       "known_compiled": self.optimiser.known_compiled(task.id)})  # fmt: skip
+        return self.models.assign(task.model_copy(update={"screen_above_ms": screen, "config": config,
+                                                          "known_compiled": self.optimiser.known_compiled(task.id)}))  # fmt: skip
 
     def _take(self, result: TaskResult | ProfileResult) -> None:
         """A job's result, into the open round it belongs to: a candidate marked, learned from, written."""
@@ -523,6 +524,7 @@ class Driver:
         state, results, profiles = self.state, round_.results, round_.profiles
         results.sort(key=lambda r: r.task_id)
         beam, updated = profiles.apply(select_beam(state.beam, results, state.config.beam_width), results)
+        self.models.end_round(round_.number, updated, beam)
         for old, new in zip(results, updated, strict=True):
             if new is not old:
                 self.trace.write_candidate(new, self.problem)
@@ -549,6 +551,7 @@ class Driver:
         self.state = state.model_copy(update={"round": round_.number, "beam": beam, "history": history,
                                               "seen": dict(self.seen), "fastest_compiled": dict(self.fastest),
                                               "rounds": state.rounds + [record], "pending": list(self.pending),
+                                              "models": self.models.state(),
                                               "optimiser": self.optimiser.state()})  # fmt: skip
         self._save()
         self.display.round_end(record, self._speedup(record.running_best_ms))
@@ -570,7 +573,7 @@ class Driver:
         """A model lost mid-run stops the run before the task's result is written (a resumed run redoes
         the task), or, with ``on_model_lost = "offline"``, hands the rest of the run to the offline optimiser."""
         config = self.state.config
-        why = self.model_watch.lost(result, config)
+        why = self.models.watch(result, config, self.display.event)
         if not why:
             return
         self.display.event("model_lost", task=result.task_id, action=config.on_model_lost, reason=why)
@@ -629,7 +632,7 @@ class Driver:
             wall_s=self._elapsed(), gpu_measure_s=sum(r.gpu_measure_s for r in state.rounds),
             stop_reason=self.stop_reason, not_tried=not_tried, setup_s=state.setup_s, search_s=self._search_s(),
             compiler_seed=seed.said if seed else "", slower_than_best_baseline=slower, loss_reason=why,
-            warnings=warnings,
+            warnings=warnings, models=self.models.table(),
         )  # fmt: skip
         self.trace.write_final(summary, best.kernel.source if best else None)
         self.display.finish(summary)
