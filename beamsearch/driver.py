@@ -140,13 +140,15 @@ class Driver:
         self.display.event("start", problem=self.problem, gpu=facts.gpu_name, floor_ms=floor.floor_ms if floor else None,
                            floor_note=facts.floor_note, workers=[w.where for w in self.pool.workers])  # fmt: skip
         seen, fastest = {**state.seen}, {**state.fastest_compiled}
-        result = self._measure_at_start("input", kernel, state.config, floor, seen, fastest)
+        # the baselines (max-autotune's compile is a minute) run beside the starting kernel's measurement
+        baselines_answer = self.pool.call_beside("baselines", state.spec, self._baseline_targets())
+        (result,) = self._measure_at_start([("input", kernel)], state.config, floor, seen, fastest)
         if result.status != "ok" or result.ranked_ms is None:
             raise SearchError(f"the starting kernel cannot be the search's first parent: {result.status}: {result.reason}"
                               f" (details: {self.trace.candidate_dir(result)})")  # fmt: skip
         # what the run settled for itself is saved as such: the places, and whether the seed joins
         config = self._with_verify_slots(result, facts).model_copy(update={"compiler_seed": seeded})
-        baselines = self.pool.call("baselines", state.spec, self._baseline_targets())
+        baselines = baselines_answer()
         for b in baselines:
             self.display.event("baseline", label=b.label, median_ms=b.median_ms, status=b.status, reason=b.reason)
         entry = entry_of(result)
@@ -234,8 +236,8 @@ class Driver:
         state, config = self.state, self.state.config
         seen, fastest = {**state.seen}, {**state.fastest_compiled}
         passed: list[TaskResult] = []
-        for seed_id, kernel in seeds:
-            result = self._measure_at_start(seed_id, kernel, config, state.floor, seen, fastest)
+        for result in self._measure_at_start(seeds, config, state.floor, seen, fastest):
+            seed_id = result.task_id
             if entry_of(result) is None:
                 self.display.event("compiler_seed", status=result.status, seed=seed_id, reason=result.reason[:400])
             else:
@@ -251,17 +253,21 @@ class Driver:
         self.state = state.model_copy(update={"beam": beam, "seen": seen, "fastest_compiled": fastest, "history": history})
         self._save()
 
-    def _measure_at_start(self, task_id: str, kernel: Kernel, config: SearchConfig, floor: Floor | None,
-                          seen: dict[str, str], fastest: dict[str, tuple[str, float]]) -> TaskResult:  # fmt: skip
-        """A round-0 kernel (the input, the compiler seed) verified, timed and profiled by one worker, marked
-        in ``seen`` and ``fastest``, traced and shown."""
-        placeholder = BeamEntry(id=task_id, kernel=kernel, ranked_ms=0.0, round=0)
-        task = Task(id=task_id, round=0, direction=0, parent=placeholder, spec=self.state.spec, config=config, floor=floor)
-        result = next(self.pool.run([task], config.task_timeout_s, method="measure_input", notify=self.display.event))
-        result = mark_same_compiled(mark_duplicate(result, seen), fastest)
-        self.trace.write_candidate(result, self.problem)
-        self.display.candidate(result)
-        return result
+    def _measure_at_start(self, kernels: list[tuple[str, Kernel]], config: SearchConfig, floor: Floor | None,
+                          seen: dict[str, str], fastest: dict[str, tuple[str, float]]) -> list[TaskResult]:  # fmt: skip
+        """Round-0 kernels (the input, the compiler seeds: id and kernel) verified, timed and profiled at once,
+        each by a worker, in the order given: marked in ``seen`` and ``fastest``, traced and shown."""
+        tasks = [Task(id=task_id, round=0, direction=0, parent=BeamEntry(id=task_id, kernel=kernel, ranked_ms=0.0, round=0),
+                      spec=self.state.spec, config=config, floor=floor) for task_id, kernel in kernels]  # fmt: skip
+        came = {r.task_id: r for r in self.pool.run(tasks, config.task_timeout_s, method="measure_input",
+                                                    notify=self.display.event)}  # fmt: skip
+        results = []
+        for task in tasks:  # in the order given: of two with the same code, the first keeps it
+            result = mark_same_compiled(mark_duplicate(came[task.id], seen), fastest)
+            self.trace.write_candidate(result, self.problem)
+            self.display.candidate(result)
+            results.append(result)
+        return results
 
     def _with_verify_slots(self, start: TaskResult, facts: DeviceFacts) -> SearchConfig:
         """The config with ``verify_per_gpu`` set where it was left to the run: as many verifications as

@@ -93,6 +93,26 @@ class WorkerPool:
             self._wait_until_back(worker)
             return ray.get(getattr(worker.handle, method).remote(*args), timeout=timeout_s)
 
+    def call_beside(self, method: str, *args: object, timeout_s: float = 3600.0) -> Callable[[], object]:
+        """Start one call on a worker on another GPU than the first worker's (the last: ``spread_over_gpus``)
+        and return what waits for its answer: set-up work that runs beside the first worker's (the
+        baselines beside the starting kernel's measurement). With one GPU (or none) the call is made when
+        its answer is asked for: a compile's autotuning beside a timing would disturb both. A worker lost
+        meanwhile is waited for or replaced, and the call made once more."""
+        worker = self.workers[-1]
+        if _place(worker) == _place(self.workers[0]):
+            return lambda: self.call(method, *args, timeout_s=timeout_s)
+        ref = getattr(worker.handle, method).remote(*args)
+
+        def answer() -> object:
+            try:
+                return ray.get(ref, timeout=timeout_s)
+            except RayActorError:  # ActorUnavailableError (restarting) included
+                self._wait_until_back(worker)
+                return ray.get(getattr(worker.handle, method).remote(*args), timeout=timeout_s)
+
+        return answer
+
     def call_each(self, method: str, calls: list[tuple[object, ...]], timeout_s: float) -> list[object]:
         """``method`` once per argument tuple of ``calls``, spread over the workers (one call in flight on
         each, in the order that takes each GPU in turn), results in the order of ``calls``. Each call has
@@ -228,8 +248,13 @@ def spread_over_gpus(workers: list[Worker]) -> list[Worker]:
     workers, handed out in this order, is spread over the GPUs instead of piling onto the first."""
     by_place: dict[str, list[Worker]] = {}
     for w in workers:
-        by_place.setdefault(re.sub(r" pid \d+", "", w.where), []).append(w)
+        by_place.setdefault(_place(w), []).append(w)
     return [w for turn in itertools.zip_longest(*by_place.values()) for w in turn if w is not None]
+
+
+def _place(worker: Worker) -> str:
+    """The GPU (or CPU node) a worker runs on: where it said it is, less its process id."""
+    return re.sub(r" pid \d+", "", worker.where)
 
 
 def failed(job: Job, reason: str) -> JobResult:

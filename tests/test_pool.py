@@ -196,3 +196,17 @@ def test_a_spare_job_whose_worker_dies_is_retried_as_the_same_kind_of_job(local_
     assert _done(results) == [("p0", "profile")] and results[0].kernel_id == "k-p0"
     assert (tmp_path / "died").exists()
     pool.shutdown()
+
+
+def test_a_set_up_call_beside_goes_to_another_gpu_or_waits_for_its_answer(local_ray) -> None:
+    """``call_beside``: on one GPU (or the CPU) the call is made when its answer is asked for, on the first
+    worker, since a compile's autotuning beside a timing would disturb both; with the last worker on another
+    GPU it is made at once, there."""
+    pool = WorkerPool.start(2, 0)
+    try:
+        first, last = pool.workers[0].where, pool.workers[1].where
+        assert pool.call_beside("where")() == first
+        pool.workers[1].where = last.replace(" node ", " node-on-another-gpu ")  # as a worker of GPU 1 says
+        assert pool.call_beside("where")() == last
+    finally:
+        pool.shutdown()
