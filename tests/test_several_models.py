@@ -6,6 +6,7 @@ table, and (slow) rounds of real tasks whose shares move toward the model whose 
 from __future__ import annotations
 
 import io
+import itertools
 import json
 from pathlib import Path
 
@@ -238,7 +239,7 @@ def _summary(models: list[ModelStats]) -> Summary:
 
 
 def good_kernels() -> Respond:
-    rows = iter([8, 16, 2, 32, 1, 64, 128, 256, 512, 8, 16, 2, 32])
+    rows = itertools.cycle([8, 16, 2, 32, 1, 64, 128, 256, 512])  # a server never runs out of replies
 
     def choose(prompt: str) -> Reply:
         if "what limits its speed" in prompt:
@@ -315,3 +316,52 @@ def test_every_model_must_answer_the_preflight_before_any_work(tmp_path) -> None
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("error: LLM 'openai/gone' at ") and "unreachable" in last, done.stderr
     assert not (out / "state.json").exists()
+
+
+@pytest.mark.slow
+def test_a_run_of_three_models_loses_one_server_goes_on_and_resumes_with_its_shares(tmp_path) -> None:
+    """The whole path through the driver (issue 49's evidence): three servers under three model names, the
+    slow one's server stopped once round 1 ends; the run goes on with the others, takes the slow one out with
+    its reason, gives the good one the largest share, and a resume keeps the shares and counts."""
+    import subprocess
+    import sys
+    import threading
+
+    from tests.test_search import ROOT, START, _env
+
+    slow_reply = Respond(lambda p: Reply("OK") if "Reply with the word OK" in p else Slow(6.0, Reply("late")))
+    out = tmp_path / "run"
+    with ScriptedLLMServer(default=good_kernels()) as good, ScriptedLLMServer(default=Respond(prose)) as garbage, \
+            ScriptedLLMServer(default=slow_reply) as slow:  # fmt: skip
+        models = ["--llm", "openai/good", "--api-base", good.api_base, "--llm", "openai/garbage", "--api-base",
+                  garbage.api_base, "--llm", "openai/slow", "--api-base", slow.api_base]  # fmt: skip
+        args = ["--problem", PROBLEM, "--kernel", str(START), "--out", str(out), "--rounds", "4", "--workers", "2",
+                "--beam-width", "1", "--directions", "3", "--candidates-per-round", "3", "--llm-timeout", "4",
+                "--llm-retries", "0", "--task-timeout", "120", "--quiet", *models]  # fmt: skip
+        proc = subprocess.Popen([sys.executable, "-m", "beamsearch.run", *args], cwd=ROOT, env=_env(), text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+        events = []
+        for line in proc.stdout:
+            event = json.loads(line) if line.startswith("{") else {}
+            events.append(event)
+            if event.get("event") == "round_end" and event["round"] == 1:
+                threading.Thread(target=slow.stop, daemon=True).start()
+        assert proc.wait(timeout=600) == 0, proc.stderr.read()[-3000:]
+        first = Summary.model_validate_json((out / "summary.json").read_text())
+        stats = {s.model: s for s in first.models}
+        assert "unreachable" in stats["openai/slow"].out_reason
+        assert [e["model"] for e in events if e.get("event") == "model_out"][0] == "openai/slow"
+        assert stats["openai/good"].share > max(stats["openai/garbage"].share, stats["openai/slow"].share)
+        assert stats["openai/good"].verified >= 2 and stats["openai/garbage"].verified == 0
+        model_tasks = sum(s.tasks for s in first.models)
+        assert model_tasks >= 4 * 3 - 3  # each round's model tasks went to some model (one round's may be cut)
+        saved = BeamState.model_validate_json((out / "state.json").read_text()).models
+
+        resumed = subprocess.run([sys.executable, "-m", "beamsearch.run", "--resume", "--out", str(out), "--rounds",
+                                  "5", "--quiet", *models], cwd=ROOT, env=_env(), text=True, capture_output=True,
+                                 timeout=600)  # fmt: skip
+        assert resumed.returncode == 0, resumed.stderr[-3000:]
+    again = {s.model: s for s in Summary.model_validate_json((out / "summary.json").read_text()).models}
+    assert again["openai/slow"].out_reason == stats["openai/slow"].out_reason  # still out: not asked again
+    assert again["openai/good"].tasks > stats["openai/good"].tasks  # round 5 went on from the saved counts
+    assert all(again[s.model].tasks >= s.tasks and again[s.model].verified >= s.verified for s in saved.stats)
