@@ -68,7 +68,9 @@ def test_every_knob_of_every_launch_with_legal_values() -> None:
     space = dims(space_of(SOURCE))
     assert list(space) == ["mm_kernel:BLOCK_M", "mm_kernel:grid_swap", "mm_kernel:BLOCK_N", "mm_kernel:BLOCK_K",
                            "mm_kernel:num_warps", "mm_kernel:num_stages", "scale_kernel:BLOCK", "scale_kernel:num_warps",
-                           "scale_kernel:BLOCK#2", "scale_kernel:num_warps#2"]  # fmt: skip
+                           "scale_kernel:BLOCK#2", "scale_kernel:num_warps#2",
+                           # the moves beyond the launch knobs (tests/test_knob_moves.py), after them
+                           "mm_kernel:loads", "mm_kernel:loop1_stages", "mm_kernel:unroll", "scale_kernel:loads"]  # fmt: skip
     # A tl.dot needs tiles of at least 16; without sizes, up to 16x the kernel's own value.
     assert space["mm_kernel:BLOCK_M"] == ("block", [16, 32, 64, 128, 256, 512], 32)
     assert space["mm_kernel:grid_swap"] == ("grid", [0, 1], 0)
@@ -88,7 +90,8 @@ def test_problem_sizes_bound_the_blocks_by_name() -> None:
 
 def test_size_counts_every_combination() -> None:
     space = space_of(SOURCE, sizes={"M": 64, "N": 64, "K": 64})
-    assert space.size() == 3 * 2 * 3 * 3 * 5 * 5 * 5 * 5 * 5 * 5  # blocks span up to their own values
+    assert space.size() == 3 * 2 * 3 * 3 * 5 * 5 * 5 * 5 * 5 * 5 * (4 * 5 * 3 * 4)  # blocks span up to their own values
+    assert space_of(SOURCE, sizes={"M": 64, "N": 64, "K": 64}, moves=False).size() == 3 * 2 * 3 * 3 * 5 * 5 * 5 * 5 * 5 * 5
     assert space_of("def kernel_function(x):\n    return x\n").size() == 1  # no knobs: the kernel itself
     assert space_of("def broken(:\n").dims == []
 
@@ -97,7 +100,8 @@ def test_render_writes_every_knob_and_find_knobs_reads_it_back() -> None:
     space = space_of(SOURCE)
     point = {"mm_kernel:BLOCK_M": 128, "mm_kernel:BLOCK_N": 256, "mm_kernel:BLOCK_K": 64, "mm_kernel:grid_swap": 1,
              "mm_kernel:num_warps": 8, "mm_kernel:num_stages": 4, "scale_kernel:BLOCK": 4096,
-             "scale_kernel:num_warps": 16, "scale_kernel:BLOCK#2": 512, "scale_kernel:num_warps#2": 2}  # fmt: skip
+             "scale_kernel:num_warps": 16, "scale_kernel:BLOCK#2": 512, "scale_kernel:num_warps#2": 2,
+             "mm_kernel:loads": 1, "mm_kernel:loop1_stages": 2, "mm_kernel:unroll": 4, "scale_kernel:loads": 3}  # fmt: skip
     new = render(SOURCE, space, point)
     ast.parse(new)
     assert space_of(new).start() == point | {"mm_kernel:grid_swap": 0}  # the swapped grid is its own start
@@ -147,7 +151,8 @@ def test_tensor_core_tiles_are_legal_points_with_the_stages_that_fit_and_only_fo
     assert tiles and all(space.complete(p) == p for p in tiles)  # every name, every value legal
     first = tiles[0]
     assert {k.split(":")[1]: v for k, v in first.items() if k.startswith("mm_kernel")} == {
-        "BLOCK_M": 128, "grid_swap": 0, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 8, "num_stages": 3}  # fmt: skip
+        "BLOCK_M": 128, "grid_swap": 0, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 8, "num_stages": 3,
+        "loads": 0, "loop1_stages": 0, "unroll": 1}  # fmt: skip
     for p in tiles:
         m, n, k, stages = (p[f"mm_kernel:{x}"] for x in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_stages"))
         assert stages * (m + n) * k * 2 <= MMA_PIPELINE_BYTES < (stages + 1) * (m + n) * k * 2 or stages == 5
@@ -258,7 +263,7 @@ def test_a_launch_without_a_dot_is_limited_by_its_block_tile_per_thread() -> Non
     assert over is not None and "512 elements a thread" in over
     assert over_limits(space, start | {"scale_kernel:BLOCK": 16384, "scale_kernel:num_warps": 2}) is None  # 256
     # The count, launch by launch, is the count of every point one by one.
-    small = space_of(SOURCE, sizes={"M": 64, "N": 64, "K": 32}, shared_bytes=16 * 1024)
+    small = space_of(SOURCE, sizes={"M": 64, "N": 64, "K": 32}, shared_bytes=16 * 1024, moves=False)  # a count by hand
     names = [d.name for d in small.dims]
     assert points_within_limits(small) == sum(
         over_limits(small, dict(zip(names, v, strict=True))) is None for v in itertools.product(*(d.values for d in small.dims)))

@@ -11,7 +11,14 @@ Legal values:
   else sixteen times the kernel's own value; a block its launch's grid says must divide a size (a compiler
   seed's axis without bounds masks, ``whole_blocks``) only up to the largest power of two dividing it;
 - ``num_warps``: 1 to 16, powers of two; ``num_stages``: 1 to 5, only for kernels that loop (as the tuner);
-- the grid axis swap: 0 (as written) or 1 (axes 0 and 1 swapped).
+- the grid axis swap: 0 (as written) or 1 (axes 0 and 1 swapped);
+- the moves beyond the launch knobs (``tuner.find_moves``, ``MOVE_VALUES``), each a rewrite that leaves
+  what the kernel computes alone: a jit function's loads hint (``"<fn>:loads"``: -1 as written where its
+  loads differ, 0 none, 1 ``evict_first``, 2 ``evict_last``, 3 ``.cg``), each ``range``/``tl.range``
+  loop's own ``num_stages`` (``"<fn>:loop<i>_stages"``: 0 the launch's, 1 to 4), the function's loops'
+  ``loop_unroll_factor`` (``"<fn>:unroll"``: 1, 2, 4) and, on a GPU only (``shared_bytes`` given), each
+  launch's ``maxnreg`` (0 no cap, 64, 96, 128). They come after the launch knobs, in source order;
+  ``space_of(moves=False)`` leaves them out.
 
 Points past what a GPU's registers or shared memory hold are legal values but over the space's limits
 (``over_limits``): the searcher never suggests them, and a sweep covers the rest.
@@ -31,7 +38,17 @@ import re
 
 from beamsearch.records.search import BlockTile, DotTile, KnobDim, KnobSpace
 from workers.proposers.autotune_configs import without_autotune
-from workers.proposers.tuner import Knob, apply, find_knobs
+from workers.proposers.tuner import (
+    LAUNCH_KINDS,
+    LOAD_HINTS,
+    LOOP_STAGES,
+    MAXNREG,
+    UNROLL,
+    Knob,
+    apply,
+    find_knobs,
+    find_moves,
+)
 
 BLOCK_CAP = 1 << 16  # the largest block value considered; larger tiles do not fit a program's registers
 WARPS = [1, 2, 4, 8, 16]
@@ -55,21 +72,28 @@ REGISTER_FILE = 65536
 # registers a thread has, it spills; on an H200 and an H100 every such point compiled past the search's
 # limit or ran at 2.3 to 23 times its space's best time (GELU, cumsum, a mean reduction).
 ELEMENTS_PER_THREAD = 512
+# The legal values of the knobs beyond the launch's (``tuner.find_moves``); each kernel's own value is added.
+MOVE_VALUES = {"loads": sorted(LOAD_HINTS), "loop_stages": LOOP_STAGES, "unroll": UNROLL, "maxnreg": MAXNREG}
+# How ``describe`` names their values where a number would not say it.
+VALUE_NAMES = {"loads": {-1: "as written", 0: "no hint", 1: "evict_first", 2: "evict_last", 3: ".cg"},
+               "loop_stages": {0: "the launch's"}, "unroll": {1: "none"}, "maxnreg": {0: "none"}}  # fmt: skip
 
 
 def space_of(source: str, sizes: dict[str, int] | None = None, operand_bytes: int = 2,
-             shared_bytes: int | None = None) -> KnobSpace:  # fmt: skip
+             shared_bytes: int | None = None, moves: bool = True) -> KnobSpace:  # fmt: skip
     """Every knob of every launch in ``source``, with legal values; no dims when it has none or does not
     parse. ``sizes`` maps problem dimension names (``{"M": 4096, "N": 4096, "K": 4096}``) to sizes: a
     block knob whose name names an axis (``BLOCK_K``, ``BLOCK_SIZE_K``, ``K_BLOCK``, ``TILE_K``, ``BK``:
     ``_axis_of``) is bounded by that size, any other by the largest. Each ``tl.dot`` launch with M, N and
     K block knobs gets a ``DotTile``: its knobs, its operands' ``operand_bytes`` and the ``shared_bytes``
     of the GPU's shared memory a program may take; any other launch with block knobs and readable warps a
-    ``BlockTile`` (``over_limits``)."""
+    ``BlockTile`` (``over_limits``). With ``moves`` (the default), also the knobs ``tuner.find_moves`` reads:
+    loads hints, loop options, and, on a GPU (``shared_bytes`` given: the CPU's interpreter has no
+    registers to cap), each launch's ``maxnreg``."""
     detuned = without_autotune(source)
     source = detuned.source
     dot_kernels = _kernels_calling_dot(source)
-    named = _named_knobs(source)
+    named = _named_knobs(source, moves=moves, maxnreg=shared_bytes is not None)
     divides = whole_blocks(source)
     authored = _config_values(named, detuned.configs)
     dims = []
@@ -82,6 +106,8 @@ def space_of(source: str, sizes: dict[str, int] | None = None, operand_bytes: in
             values = WARPS
         elif knob.kind == "stages":
             values = STAGES
+        elif knob.kind in MOVE_VALUES:
+            values = MOVE_VALUES[knob.kind]
         else:
             values = [0, 1]
         values = {*values, knob.value, *(c[name] for c in authored if name in c)}
@@ -249,7 +275,9 @@ def render(source: str, space: KnobSpace, point: dict[str, int]) -> str:
     kernel is written as plain launches at the point (``autotune_configs``), its start included."""
     point = space.complete(point)
     source = without_autotune(source).source
-    knobs = _named_knobs(source)
+    names = {d.name for d in space.dims}
+    # A space built without the moves (``space_of(moves=False)``, or on the CPU without maxnreg) lacks some.
+    knobs = {n: k for n, k in _named_knobs(source, moves=True, maxnreg=True).items() if k.kind in LAUNCH_KINDS or n in names}
     if [d.name for d in space.dims] != list(knobs) or any(d.start != knobs[d.name].value for d in space.dims):
         raise ValueError("this knob space was not built from this source (its knobs or their values differ)")
     return apply(source, {knobs[name]: value for name, value in point.items() if value != knobs[name].value})
@@ -262,8 +290,10 @@ def describe(space: KnobSpace, point: dict[str, int]) -> str:
         value = point.get(dim.name, dim.start)
         if value == dim.start:
             continue
+        names = VALUE_NAMES.get(dim.kind, {})
         changes.append(
-            f"{dim.name} (axes 0<->1)" if dim.kind == "grid" else f"{dim.name} {dim.start} -> {value}"
+            f"{dim.name} (axes 0<->1)" if dim.kind == "grid"
+            else f"{dim.name} {names.get(dim.start, dim.start)} -> {names.get(value, value)}"
         )
     return ", ".join(changes) or "the kernel as written"
 
@@ -294,10 +324,14 @@ def whole_blocks(source: str) -> dict[tuple[int, int], dict[str, int]]:
     return found
 
 
-def _named_knobs(source: str) -> dict[str, Knob]:
-    """The tuner's knobs by space name, in source order; a later launch of the same kernel gets ``#2``..."""
+def _named_knobs(source: str, moves: bool = False, maxnreg: bool = False) -> dict[str, Knob]:
+    """The tuner's knobs by space name, in source order; a later launch of the same kernel gets ``#2``...
+    With ``moves``, ``find_moves``'s after them (``maxnreg``: with the launches' register caps), so a
+    kernel's launch knobs keep their places."""
     named: dict[str, Knob] = {}
-    for knob in sorted(find_knobs(source), key=lambda k: (k.line, k.col)):
+    found = sorted(find_knobs(source), key=lambda k: (k.line, k.col))
+    found += sorted(find_moves(source, maxnreg) if moves else [], key=lambda k: (k.line, k.col, k.name))
+    for knob in found:
         base = f"{knob.launch}:{GRID_SWAP if knob.kind == 'grid' else knob.name}"
         name, n = base, 1
         while name in named:

@@ -14,7 +14,8 @@ Limits known before any run: a point whose tiles cannot fit a thread's registers
 accumulator, another launch's block) or whose operand pipeline overflows the GPU's shared memory
 (``knob_space.over_limits``) is never suggested. Learned limits: a point that failed for lack of resources (shared memory, registers, spills:
 any failure text ``is_resource_failure`` recognises) is never suggested again, and neither is any point
-that dominates it (the same warps and grid, every block and the stages at least as large). A point
+that dominates it (the same warps, grid and register cap, every block, the stages and the unroll factor
+at least as large, whatever the loads hint: ``Searcher._dominates``). A point
 that swaps a grid and whose launch CUDA refused (``is_grid_failure``: a grid axis past its limit, e.g. a
 swap that puts a million programs on axis 1, where 65,535 is the most) is never suggested again, and
 neither is any point with the same grid swaps and every block at most as large (as many programs or
@@ -110,7 +111,7 @@ class Searcher:
         self._observations = list(state.observations)
         self._limits = [self._index(p) for p in state.limits]
         self._grid_limits = [self._index(p) for p in state.grid_limits]
-        self._upward = [d.kind in ("block", "stages") for d in space.dims]
+        self._upward = [d.kind in ("block", "stages", "unroll") for d in space.dims]
         self._kinds = [d.kind for d in space.dims]
         self._over: dict[Index, bool] = {}  # over_limits, by point: a walk asks again and again
         # Stage counts seen to compile to the same code, per stages dimension: value index -> the class's
@@ -191,7 +192,7 @@ class Searcher:
         candidates were such duplicates). Other pairs teach nothing: their time is told as usual."""
         ia, ib = self._index(self.space.complete(a)), self._index(self.space.complete(b))
         differ = [d for d in range(len(ia)) if ia[d] != ib[d]]
-        if len(differ) != 1 or self._kinds[differ[0]] != "stages" or (ia, ib) in self._same_code:
+        if len(differ) != 1 or self._kinds[differ[0]] not in ("stages", "loop_stages") or (ia, ib) in self._same_code:
             return
         self._same_code.append((ia, ib))
         d = differ[0]
@@ -339,9 +340,12 @@ class Searcher:
         return self._over[index]
 
     def _dominates(self, index: Index, limit: Index) -> bool:
-        """Whether ``index`` needs at least ``limit``'s resources: the same warps and grid, every block
-        and the stages at least as large."""
-        return all(a >= b if up else a == b for a, b, up in zip(index, limit, self._upward, strict=True))
+        """Whether ``index`` needs at least ``limit``'s resources: the same warps, grid and register cap,
+        every block, the stages and the unroll factor at least as large, a loop's own stages too where
+        ``limit`` sets them (0 is the launch's); the loads hint, which takes no resource, whatever."""
+        return all(a >= b if up else True if kind == "loads"
+                   else a == b or a >= b > 0 if kind == "loop_stages" else a == b
+                   for a, b, up, kind in zip(index, limit, self._upward, self._kinds, strict=True))  # fmt: skip
 
     def _swaps_a_grid(self, index: Index) -> bool:
         """Whether ``index`` swaps a grid its kernel launches unswapped: only then is CUDA's refusal taken
@@ -448,15 +452,39 @@ def _round_robin(*streams: Iterator[Index]) -> Iterator[Index]:
                 yield index
 
 
+# The moves beyond the launch knobs (``tuner.find_moves``) a roofline class tries first, as values, and
+# whether before the launch knobs' moves (``early``) or after them. Memory-bound: the loads hints first
+# (a streamed tensor read once wants evict_first or .cg), then deeper loop pipelining. Compute-bound and
+# underutilized (latency): a register cap (more programs resident) and a loop's own stages first, then
+# unrolling. None forbids a value: the searcher goes on to every one.
+MOVE_TARGETS: dict[str, dict[str, list[int]]] = {
+    "memory": {"loads": [1, 3, 2], "loop_stages": [3, 4], "unroll": [2], "maxnreg": [128]},
+    "underutilized": {"maxnreg": [128, 64], "loop_stages": [3, 4], "unroll": [2, 4], "loads": [1]},
+    "compute": {"maxnreg": [128], "loop_stages": [2, 3], "unroll": [2], "loads": [1]},
+    "unknown": {"loop_stages": [2], "loads": [1], "unroll": [2], "maxnreg": [128]},
+}
+EARLY = {"memory": ("loads",), "underutilized": ("maxnreg", "loop_stages"), "compute": ("maxnreg", "loop_stages")}
+
+
 def first_points(space: KnobSpace, bottleneck: str) -> list[dict[str, int]]:
     """Points to try first for a roofline class (``memory``, ``compute``, ``underutilized``, other):
-    the start, then moves of one knob from it in the direction the class points, then all of those
-    knobs' first moves at once. An order, never a limit: the searcher goes on to the whole space."""
+    the start, the class's early moves beyond the launch knobs (``MOVE_TARGETS``, ``EARLY``), then moves of
+    one launch knob from it in the direction the class points, then all of those knobs' first moves at
+    once, then the other moves beyond the launch knobs, one at a time. An order, never a limit: the
+    searcher goes on to the whole space."""
     moves = MOVES.get(bottleneck, MOVES["unknown"])
+    beyond = MOVE_TARGETS.get(bottleneck, MOVE_TARGETS["unknown"])
+    early_kinds = EARLY.get(bottleneck, ())
     start = space.start()
     singles: list[dict[str, int]] = []
+    early: list[dict[str, int]] = []
+    late: list[dict[str, int]] = []
     together = dict(start)
     for dim in space.dims:
+        if dim.kind in beyond:
+            legal = [v for v in beyond[dim.kind] if v in dim.values and v != dim.start]
+            (early if dim.kind in early_kinds else late).extend(start | {dim.name: v} for v in legal)
+            continue
         steps = moves.get(dim.kind, [])  # type: ignore[call-overload]
         targets = [
             dim.start + int(s) if dim.kind in ("stages", "grid") else int(dim.start * s) for s in steps
@@ -465,5 +493,11 @@ def first_points(space: KnobSpace, bottleneck: str) -> list[dict[str, int]]:
         singles += [start | {dim.name: v} for v in legal]
         if legal:
             together[dim.name] = legal[0]
-    points = [start, *singles, together]
+    order = list(beyond)  # the class's order of kinds; each kind's dims in space order (a stable sort)
+    kind_of = {d.name: d.kind for d in space.dims}
+
+    def rank(p: dict[str, int]) -> int:
+        return order.index(kind_of[next(n for n in p if p[n] != start[n])])
+
+    points = [start, *sorted(early, key=rank), *singles, together, *sorted(late, key=rank)]
     return [p for i, p in enumerate(points) if p not in points[:i]]

@@ -1,0 +1,183 @@
+"""The knobs beyond a launch's (issue 46 §2): loads hints, a loop's own stages, unrolling, maxnreg. Each is
+found, rendered, read back, and (slow) the rendered kernel passes the verifier on the interpreter."""
+
+from __future__ import annotations
+
+import ast
+import math
+from pathlib import Path
+
+import pytest
+
+from beamsearch.records.schema import RunSpec
+from workers.proposers.knob_space import describe, points_within_limits, render, space_of
+from workers.proposers.searcher import Searcher, first_points
+from workers.proposers.tuner import find_moves
+
+H200_SHARED = 232448  # a GPU's shared memory a program may take: space_of's sign of a run on a GPU
+
+# The scale_rows test problem's kernel, looping over column blocks.
+LOOPED = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def scale_kernel(x_ptr, w_ptr, out_ptr, rows, cols, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    r = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)[:, None]
+    for start in range(0, cols, BLOCK_C):
+        c = start + tl.arange(0, BLOCK_C)[None, :]
+        mask = (r < rows) & (c < cols)
+        x = tl.load(x_ptr + r * cols + c, mask=mask, other=0.0).to(tl.float32)
+        w = tl.load(w_ptr + c, mask=c < cols, other=0.0).to(tl.float32)
+        tl.store(out_ptr + r * cols + c, (x * w).to(out_ptr.dtype.element_ty), mask=mask)
+    for i in tl.static_range(2):
+        pass
+
+
+def kernel_function(x, weight):
+    out = torch.empty_like(x)
+    rows, cols = x.shape
+    scale_kernel[(triton.cdiv(rows, 8),)](x, weight, out, rows, cols, BLOCK_R=8, BLOCK_C=16)
+    return out
+'''
+
+
+def moves(source: str, maxnreg: bool = False) -> dict[str, int]:
+    return {f"{k.launch}:{k.name}": k.value for k in find_moves(source, maxnreg)}
+
+
+def test_each_move_is_found_at_the_kernel_as_written() -> None:
+    assert moves(LOOPED) == {"scale_kernel:loads": 0, "scale_kernel:loop1_stages": 0, "scale_kernel:unroll": 1}
+    assert moves(LOOPED, maxnreg=True)["scale_kernel:maxnreg"] == 0
+    # the space has them only where the construct is, maxnreg only on a GPU
+    assert [d.name for d in space_of(LOOPED).dims if d.kind not in ("block", "warps", "stages", "grid")] == [
+        "scale_kernel:loads", "scale_kernel:loop1_stages", "scale_kernel:unroll"]  # fmt: skip
+    assert "scale_kernel:maxnreg" in [d.name for d in space_of(LOOPED, shared_bytes=H200_SHARED).dims]
+    assert [d.kind for d in space_of(LOOPED, moves=False).dims] == ["block", "block", "warps", "stages"]
+
+
+@pytest.mark.parametrize("name, value, written", [
+    ("scale_kernel:loads", 1, 'eviction_policy="evict_first"'),
+    ("scale_kernel:loads", 2, 'eviction_policy="evict_last"'),
+    ("scale_kernel:loads", 3, 'cache_modifier=".cg"'),
+    ("scale_kernel:loop1_stages", 2, "tl.range(0, cols, BLOCK_C, num_stages=2)"),
+    ("scale_kernel:unroll", 4, "tl.range(0, cols, BLOCK_C, loop_unroll_factor=4)"),
+    ("scale_kernel:maxnreg", 128, "BLOCK_C=16, maxnreg=128)"),
+])  # fmt: skip
+def test_render_writes_a_move_that_reads_back(name: str, value: int, written: str) -> None:
+    space = space_of(LOOPED, shared_bytes=H200_SHARED)
+    new = render(LOOPED, space, {name: value})
+    ast.parse(new)
+    assert written in new
+    assert "tl.static_range(2)" in new  # never a candidate
+    assert moves(new, maxnreg=True)[name] == value
+    others = {n: v for n, v in moves(new, maxnreg=True).items() if n != name}
+    assert others == {n: v for n, v in moves(LOOPED, maxnreg=True).items() if n != name}
+    if name.endswith("loads"):
+        assert new.count(written) == 2  # every load of the kernel
+
+
+def test_a_written_hint_or_option_is_the_start_and_can_be_taken_back() -> None:
+    written = (LOOPED.replace("other=0.0)", 'other=0.0, eviction_policy="evict_last")')
+               .replace("range(0, cols, BLOCK_C)", "tl.range(0, cols, BLOCK_C, num_stages=3)")
+               .replace("BLOCK_C=16)", "BLOCK_C=16, maxnreg=96)"))  # fmt: skip
+    space = space_of(written, shared_bytes=H200_SHARED)
+    assert {d.name: d.start for d in space.dims if d.name in moves(written, True)} == {
+        "scale_kernel:loads": 2, "scale_kernel:loop1_stages": 3, "scale_kernel:unroll": 1, "scale_kernel:maxnreg": 96}  # fmt: skip
+    back = render(written, space, {"scale_kernel:loads": 0, "scale_kernel:loop1_stages": 0, "scale_kernel:maxnreg": 0})
+    assert 'eviction_policy=""' in back and "num_stages=None" in back and "maxnreg=None" in back
+    assert moves(back, True) == {"scale_kernel:loads": 0, "scale_kernel:loop1_stages": 0, "scale_kernel:unroll": 1,
+                                 "scale_kernel:maxnreg": 0}  # fmt: skip
+    mixed = LOOPED.replace("other=0.0).to(tl.float32)\n        w", 'other=0.0, eviction_policy="evict_last").to(tl.float32)\n        w')
+    assert moves(mixed)["scale_kernel:loads"] == -1  # loads that differ: the start is "as written"
+    assert "scale_kernel:loads" not in moves(LOOPED.replace("other=0.0)", "other=0.0, eviction_policy=POLICY)"))
+
+
+def test_describe_names_the_moves() -> None:
+    space = space_of(LOOPED, shared_bytes=H200_SHARED)
+    point = {"scale_kernel:loads": 1, "scale_kernel:loop1_stages": 2, "scale_kernel:unroll": 2, "scale_kernel:maxnreg": 128}
+    assert describe(space, point) == ("scale_kernel:loads no hint -> evict_first, scale_kernel:loop1_stages the "
+                                      "launch's -> 2, scale_kernel:unroll none -> 2, scale_kernel:maxnreg none -> 128")  # fmt: skip
+
+
+def test_a_space_without_the_moves_still_renders() -> None:
+    space = space_of(LOOPED, moves=False)
+    new = render(LOOPED, space, {"scale_kernel:num_warps": 8})
+    assert "num_warps=8" in new and "tl.range" not in new
+
+
+def test_first_points_order_the_moves_by_roofline_class() -> None:
+    space = space_of(LOOPED, shared_bytes=H200_SHARED)
+    start = space.start()
+
+    def changed(p: dict[str, int]) -> list[str]:
+        return [n.split(":")[1] for n in p if p[n] != start[n]]
+
+    memory = [changed(p) for p in first_points(space, "memory")]
+    assert memory[:4] == [[], ["loads"], ["loads"], ["loads"]]
+    compute = [changed(p) for p in first_points(space, "compute")]
+    assert compute[1:3] == [["maxnreg"], ["loop1_stages"]]
+    assert ["loads"] in compute  # later, never left out
+    for bottleneck in ("memory", "compute", "underutilized", "unknown"):
+        kinds = {n for p in first_points(space, bottleneck) for n in changed(p)}
+        assert {"loads", "loop1_stages", "unroll", "maxnreg"} <= kinds
+
+
+def test_a_resource_limit_holds_whatever_the_loads_hint() -> None:
+    space = space_of(LOOPED)
+    searcher = Searcher(space, seed=0, budget=10)
+    failed = space.start() | {"scale_kernel:BLOCK_C": 128}
+    searcher.observe(failed, None, "compile_failed: out of resource: shared memory")
+    index = searcher._index
+    for loads in (1, 2, 3):
+        assert searcher._dominates(index(failed | {"scale_kernel:loads": loads}), index(failed))
+    assert searcher._dominates(index(failed | {"scale_kernel:unroll": 4}), index(failed))
+    assert not searcher._dominates(index(failed | {"scale_kernel:loop1_stages": 2}), index(failed))
+    staged = searcher._index(failed | {"scale_kernel:loop1_stages": 2})
+    assert searcher._dominates(index(failed | {"scale_kernel:loop1_stages": 3}), staged)
+
+
+# Dims the moves may add to a kernel's space: a loads hint and an unroll factor a function, a stages knob
+# a loop, a register cap a launch; and their values' product.
+PROBLEMS = sorted(Path(__file__).resolve().parents[1].glob("artifacts/*/input_kernel.py"))
+
+
+@pytest.mark.parametrize("path", PROBLEMS, ids=[p.parent.name[:24] for p in PROBLEMS])
+def test_the_bundled_problems_spaces_stay_bounded(path: Path) -> None:
+    source = path.read_text()
+    before, after = space_of(source, moves=False), space_of(source, shared_bytes=H200_SHARED)
+    added = after.dims[len(before.dims):]
+    assert [d.name for d in after.dims[: len(before.dims)]] == [d.name for d in before.dims]
+    loops = sum(d.kind == "loop_stages" for d in added)
+    assert loops <= 2 and len(added) <= 2 + 2 * 1 + loops  # loads, unroll; a maxnreg a launch; a stages a loop
+    growth = math.prod(len(d.values) for d in added)
+    assert growth <= 4 * 3 * 4 * 5**loops
+    # Over the limits nothing is added: every new point of a within-limits point is within them.
+    cpu = space_of(source)
+    assert points_within_limits(cpu) == points_within_limits(before) * math.prod(
+        len(d.values) for d in cpu.dims[len(before.dims):])
+
+
+@pytest.mark.slow
+def test_every_move_passes_the_verifier_on_the_interpreter(tmp_path: Path) -> None:
+    from tests.conftest import DATA
+    from workers.harness.verify import VerifySession, verify_kernel
+
+    spec = RunSpec(problem_path=str(DATA / "scale_rows_problem.py"), shapes="small", device="cpu", dtype="bf16")
+    space = space_of(LOOPED, shared_bytes=H200_SHARED)  # maxnreg too: the interpreter leaves it alone
+    points = [{},
+              {"scale_kernel:loads": 1, "scale_kernel:loop1_stages": 2, "scale_kernel:unroll": 4, "scale_kernel:maxnreg": 128},
+              {"scale_kernel:loads": 2, "scale_kernel:loop1_stages": 4, "scale_kernel:unroll": 2, "scale_kernel:maxnreg": 64},
+              {"scale_kernel:loads": 3, "scale_kernel:loop1_stages": 1, "scale_kernel:BLOCK_C": 8}]  # fmt: skip
+    session = VerifySession("cpu")
+    try:
+        for i, point in enumerate(points):
+            path = tmp_path / f"variant_{i}.py"
+            path.write_text(render(LOOPED, space, point))
+            # fresh seeds for each, so the session's processes go on to the next variant
+            verdict = verify_kernel(spec, str(path), seeds=[3 * i, 3 * i + 1, 3 * i + 2], session=session)
+            assert verdict.status == "ok", (describe(space, point), verdict)
+    finally:
+        session.close()
