@@ -123,7 +123,10 @@ def space_of(source: str, sizes: dict[str, int] | None = None, operand_bytes: in
               if launch not in dot_kernels and "num_warps" in knobs and any(d.kind == "block" for d in knobs.values())
               and not {"M", "N", "K"} <= {_axis_of(n) for n, d in knobs.items() if d.kind == "block"}]  # fmt: skip
     space = KnobSpace(dims=dims, tiles=tiles, blocks=blocks)
-    return space.model_copy(update={"configs": [space.complete(p) for p in authored]})
+    # A config sets launch knobs only: its point names those (the moves keep their start where it is used).
+    launch = [d.name for d in dims if d.kind in LAUNCH_KINDS]
+    configs = [{n: v for n, v in space.complete(p).items() if n in launch} for p in authored]
+    return space.model_copy(update={"configs": configs})
 
 
 def autotune_points(space: KnobSpace) -> list[dict[str, int]]:
