@@ -6,8 +6,8 @@
 For each problem, in one process, two offline searches from its input kernel (``python -m
 beamsearch.run``), one after the other: ``with``, the knob space as the optimiser builds it (loads hints,
 each loop's own stages, unrolling, and on a GPU ``maxnreg``: docs/optimiser.md, "Moves beyond the launch
-knobs"), and ``without``, the same run with ``space_of(moves=False)`` patched into the optimiser, the
-launch knobs only. Both arms get the same options, so the same time budget; their order alternates
+knobs", patched into the optimiser as ``space_of(moves=True)``), and ``without``, the launch knobs only, as
+the search builds its spaces today. Both arms get the same options, so the same time budget; their order alternates
 from one problem to the next, so neither always runs first on a warm machine. Prints each arm's best
 ms (re-timed at the end, side by side with the input kernel), its candidates and minutes, and the
 ratio ``without / with`` (above 1: the moves paid), then one JSON line for the table. The runs stay in
@@ -37,12 +37,12 @@ ARMS = ("with", "without")
 
 
 @contextmanager
-def launch_knobs_only() -> Iterator[None]:
-    """The optimiser's knob spaces without the moves beyond the launch knobs, inside the block only."""
+def knob_moves(on: bool) -> Iterator[None]:
+    """The optimiser's knob spaces with the moves beyond the launch knobs or without, inside the block only."""
     import beamsearch.optimiser as optimiser
     from workers.proposers.knob_space import space_of
 
-    optimiser.space_of = functools.partial(space_of, moves=False)
+    optimiser.space_of = functools.partial(space_of, moves=on)
     try:
         yield
     finally:
@@ -54,10 +54,7 @@ def run_arm(problem: str, arm: str, out: Path, rest: list[str]) -> dict:
     from beamsearch.run import main as run_main
 
     args = ["--problem", problem, "--out", str(out), *rest]
-    if arm == "without":
-        with launch_knobs_only():
-            code = run_main(args)
-    else:
+    with knob_moves(arm == "with"):
         code = run_main(args)
     if not (out / "summary.json").is_file():
         return {"arm": arm, "run": str(out), "exit_code": code, "best_ms": None}

@@ -52,9 +52,9 @@ def test_each_move_is_found_at_the_kernel_as_written() -> None:
     assert moves(LOOPED) == {"scale_kernel:loads": 0, "scale_kernel:loop1_stages": 0, "scale_kernel:unroll": 1}
     assert moves(LOOPED, maxnreg=True)["scale_kernel:maxnreg"] == 0
     # the space has them only where the construct is, maxnreg only on a GPU
-    assert [d.name for d in space_of(LOOPED).dims if d.kind not in ("block", "warps", "stages", "grid")] == [
+    assert [d.name for d in space_of(LOOPED, moves=True).dims if d.kind not in ("block", "warps", "stages", "grid")] == [
         "scale_kernel:loads", "scale_kernel:loop1_stages", "scale_kernel:unroll"]  # fmt: skip
-    assert "scale_kernel:maxnreg" in [d.name for d in space_of(LOOPED, shared_bytes=H200_SHARED).dims]
+    assert "scale_kernel:maxnreg" in [d.name for d in space_of(LOOPED, moves=True, shared_bytes=H200_SHARED).dims]
     assert [d.kind for d in space_of(LOOPED, moves=False).dims] == ["block", "block", "warps", "stages"]
 
 
@@ -67,7 +67,7 @@ def test_each_move_is_found_at_the_kernel_as_written() -> None:
     ("scale_kernel:maxnreg", 128, "BLOCK_C=16, maxnreg=128)"),
 ])  # fmt: skip
 def test_render_writes_a_move_that_reads_back(name: str, value: int, written: str) -> None:
-    space = space_of(LOOPED, shared_bytes=H200_SHARED)
+    space = space_of(LOOPED, moves=True, shared_bytes=H200_SHARED)
     new = render(LOOPED, space, {name: value})
     ast.parse(new)
     assert written in new
@@ -83,7 +83,7 @@ def test_a_written_hint_or_option_is_the_start_and_can_be_taken_back() -> None:
     written = (LOOPED.replace("other=0.0)", 'other=0.0, eviction_policy="evict_last")')
                .replace("range(0, cols, BLOCK_C)", "tl.range(0, cols, BLOCK_C, num_stages=3)")
                .replace("BLOCK_C=16)", "BLOCK_C=16, maxnreg=96)"))  # fmt: skip
-    space = space_of(written, shared_bytes=H200_SHARED)
+    space = space_of(written, moves=True, shared_bytes=H200_SHARED)
     assert {d.name: d.start for d in space.dims if d.name in moves(written, True)} == {
         "scale_kernel:loads": 2, "scale_kernel:loop1_stages": 3, "scale_kernel:unroll": 1, "scale_kernel:maxnreg": 96}  # fmt: skip
     back = render(written, space, {"scale_kernel:loads": 0, "scale_kernel:loop1_stages": 0, "scale_kernel:maxnreg": 0})
@@ -96,7 +96,7 @@ def test_a_written_hint_or_option_is_the_start_and_can_be_taken_back() -> None:
 
 
 def test_describe_names_the_moves() -> None:
-    space = space_of(LOOPED, shared_bytes=H200_SHARED)
+    space = space_of(LOOPED, moves=True, shared_bytes=H200_SHARED)
     point = {"scale_kernel:loads": 1, "scale_kernel:loop1_stages": 2, "scale_kernel:unroll": 2, "scale_kernel:maxnreg": 128}
     assert describe(space, point) == ("scale_kernel:loads no hint -> evict_first, scale_kernel:loop1_stages the "
                                       "launch's -> 2, scale_kernel:unroll none -> 2, scale_kernel:maxnreg none -> 128")  # fmt: skip
@@ -109,7 +109,7 @@ def test_a_space_without_the_moves_still_renders() -> None:
 
 
 def test_first_points_order_the_moves_by_roofline_class() -> None:
-    space = space_of(LOOPED, shared_bytes=H200_SHARED)
+    space = space_of(LOOPED, moves=True, shared_bytes=H200_SHARED)
     start = space.start()
 
     def changed(p: dict[str, int]) -> list[str]:
@@ -126,7 +126,7 @@ def test_first_points_order_the_moves_by_roofline_class() -> None:
 
 
 def test_a_resource_limit_holds_whatever_the_loads_hint() -> None:
-    space = space_of(LOOPED)
+    space = space_of(LOOPED, moves=True)
     searcher = Searcher(space, seed=0, budget=10)
     failed = space.start() | {"scale_kernel:BLOCK_C": 128}
     searcher.observe(failed, None, "compile_failed: out of resource: shared memory")
@@ -147,7 +147,7 @@ PROBLEMS = sorted(Path(__file__).resolve().parents[1].glob("artifacts/*/input_ke
 @pytest.mark.parametrize("path", PROBLEMS, ids=[p.parent.name[:24] for p in PROBLEMS])
 def test_the_bundled_problems_spaces_stay_bounded(path: Path) -> None:
     source = path.read_text()
-    before, after = space_of(source, moves=False), space_of(source, shared_bytes=H200_SHARED)
+    before, after = space_of(source, moves=False), space_of(source, moves=True, shared_bytes=H200_SHARED)
     added = after.dims[len(before.dims):]
     assert [d.name for d in after.dims[: len(before.dims)]] == [d.name for d in before.dims]
     loops = sum(d.kind == "loop_stages" for d in added)
@@ -155,7 +155,7 @@ def test_the_bundled_problems_spaces_stay_bounded(path: Path) -> None:
     growth = math.prod(len(d.values) for d in added)
     assert growth <= 4 * 3 * 4 * 5**loops
     # Over the limits nothing is added: every new point of a within-limits point is within them.
-    cpu = space_of(source)
+    cpu = space_of(source, moves=True)
     assert points_within_limits(cpu) == points_within_limits(before) * math.prod(
         len(d.values) for d in cpu.dims[len(before.dims):])
 
@@ -166,7 +166,7 @@ def test_every_move_passes_the_verifier_on_the_interpreter(tmp_path: Path) -> No
     from workers.harness.verify import VerifySession, verify_kernel
 
     spec = RunSpec(problem_path=str(DATA / "scale_rows_problem.py"), shapes="small", device="cpu", dtype="bf16")
-    space = space_of(LOOPED, shared_bytes=H200_SHARED)  # maxnreg too: the interpreter leaves it alone
+    space = space_of(LOOPED, moves=True, shared_bytes=H200_SHARED)  # maxnreg too: the interpreter leaves it alone
     points = [{},
               {"scale_kernel:loads": 1, "scale_kernel:loop1_stages": 2, "scale_kernel:unroll": 4, "scale_kernel:maxnreg": 128},
               {"scale_kernel:loads": 2, "scale_kernel:loop1_stages": 4, "scale_kernel:unroll": 2, "scale_kernel:maxnreg": 64},

@@ -65,7 +65,7 @@ def dims(space: KnobSpace) -> dict[str, tuple[str, list[int], int]]:
 
 
 def test_every_knob_of_every_launch_with_legal_values() -> None:
-    space = dims(space_of(SOURCE))
+    space = dims(space_of(SOURCE, moves=True))
     assert list(space) == ["mm_kernel:BLOCK_M", "mm_kernel:grid_swap", "mm_kernel:BLOCK_N", "mm_kernel:BLOCK_K",
                            "mm_kernel:num_warps", "mm_kernel:num_stages", "scale_kernel:BLOCK", "scale_kernel:num_warps",
                            "scale_kernel:BLOCK#2", "scale_kernel:num_warps#2",
@@ -89,7 +89,7 @@ def test_problem_sizes_bound_the_blocks_by_name() -> None:
 
 
 def test_size_counts_every_combination() -> None:
-    space = space_of(SOURCE, sizes={"M": 64, "N": 64, "K": 64})
+    space = space_of(SOURCE, sizes={"M": 64, "N": 64, "K": 64}, moves=True)
     assert space.size() == 3 * 2 * 3 * 3 * 5 * 5 * 5 * 5 * 5 * 5 * (4 * 5 * 3 * 4)  # blocks span up to their own values
     assert space_of(SOURCE, sizes={"M": 64, "N": 64, "K": 64}, moves=False).size() == 3 * 2 * 3 * 3 * 5 * 5 * 5 * 5 * 5 * 5
     assert space_of("def kernel_function(x):\n    return x\n").size() == 1  # no knobs: the kernel itself
@@ -97,14 +97,14 @@ def test_size_counts_every_combination() -> None:
 
 
 def test_render_writes_every_knob_and_find_knobs_reads_it_back() -> None:
-    space = space_of(SOURCE)
+    space = space_of(SOURCE, moves=True)
     point = {"mm_kernel:BLOCK_M": 128, "mm_kernel:BLOCK_N": 256, "mm_kernel:BLOCK_K": 64, "mm_kernel:grid_swap": 1,
              "mm_kernel:num_warps": 8, "mm_kernel:num_stages": 4, "scale_kernel:BLOCK": 4096,
              "scale_kernel:num_warps": 16, "scale_kernel:BLOCK#2": 512, "scale_kernel:num_warps#2": 2,
              "mm_kernel:loads": 1, "mm_kernel:loop1_stages": 2, "mm_kernel:unroll": 4, "scale_kernel:loads": 3}  # fmt: skip
     new = render(SOURCE, space, point)
     ast.parse(new)
-    assert space_of(new).start() == point | {"mm_kernel:grid_swap": 0}  # the swapped grid is its own start
+    assert space_of(new, moves=True).start() == point | {"mm_kernel:grid_swap": 0}  # the swapped grid is its own start
     assert {(k.launch, k.name, k.value) for k in find_knobs(new)} >= {("mm_kernel", "num_warps", 8),
                                                                       ("scale_kernel", "BLOCK", 512)}  # fmt: skip
     assert "grid = (triton.cdiv(N, 32), triton.cdiv(M, BLOCK_M))" in new and "pid_m = tl.program_id(1)" in new
@@ -146,7 +146,7 @@ def test_a_point_far_from_the_start_verifies_under_the_interpreter(tmp_path) -> 
 
 
 def test_tensor_core_tiles_are_legal_points_with_the_stages_that_fit_and_only_for_dot_launches() -> None:
-    space = space_of(SOURCE, sizes={"M": 4096, "N": 4096, "K": 4096})
+    space = space_of(SOURCE, sizes={"M": 4096, "N": 4096, "K": 4096}, moves=True)
     tiles = tensor_core_tiles(space)
     assert tiles and all(space.complete(p) == p for p in tiles)  # every name, every value legal
     first = tiles[0]
