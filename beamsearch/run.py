@@ -171,6 +171,10 @@ def main(argv: list[str] | None = None) -> int:
     kernel = None if resume else _starting_kernel(config, problem)
     previous = _previous_state(TraceWriter(out), resume, out) if out else None
     if previous is not None:
+        where = sorted(f"--{k.replace('_', '-')}" for k in given & {"api_base", "api_key_env"})
+        if len(previous.config.models) > 1 and where and "models" not in given:
+            fail(f"{' and '.join(where)}: this run asks {len(previous.config.models)} models; give its --llm list "
+                 "again, each with its own --api-base (and --api-key-env), in the run's order")  # fmt: skip
         config, kept = resumed_config(previous.config, config, given)
         if kept:
             print(f"--resume keeps the run's own {', '.join(kept)}: start a new run to change "

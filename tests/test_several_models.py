@@ -365,3 +365,17 @@ def test_a_run_of_three_models_loses_one_server_goes_on_and_resumes_with_its_sha
     assert again["openai/slow"].out_reason == stats["openai/slow"].out_reason  # still out: not asked again
     assert again["openai/good"].tasks > stats["openai/good"].tasks  # round 5 went on from the saved counts
     assert all(again[s.model].tasks >= s.tasks and again[s.model].verified >= s.verified for s in saved.stats)
+
+
+def test_a_bare_api_base_on_resuming_a_run_of_several_models_is_refused(tmp_path, capsys) -> None:
+    """Which model would a lone --api-base move? The run says to give its --llm list again, each with its own."""
+    from beamsearch.run import main
+    from beamsearch.trace import TraceWriter
+
+    saved, _, _ = parse_args(["--problem", PROBLEM, "--llm", "openai/a", "--llm", "openai/b", "--api-base", "http://old/v1"])
+    TraceWriter(tmp_path).save_state(BeamState(config=saved, problem="scale_rows_problem", spec=SPEC))
+    with pytest.raises(SystemExit) as stopped:
+        main(["--resume", "--out", str(tmp_path), "--api-base", "http://new/v1"])
+    assert stopped.value.code == 2
+    said = capsys.readouterr().err.strip().splitlines()[-1]
+    assert said.startswith("error: --api-base: this run asks 2 models; give its --llm list again"), said
