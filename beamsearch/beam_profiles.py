@@ -33,6 +33,12 @@ def profile_read(kernel: Kernel, proposing: bool) -> bool:
     return proposing or kernel.origin != "tuner"
 
 
+def with_profiles(beam: list[BeamEntry], done: dict[str, ProfileResult]) -> list[BeamEntry]:
+    """The beam's kernels with the profiles their jobs took (``done``: kernel id -> the job's result)."""
+    return [e.model_copy(update={"profile": done[e.id].profile, "roofline": done[e.id].roofline}) if e.id in done
+            else e for e in beam]  # fmt: skip
+
+
 class BeamProfiles:
     """The profile jobs of one round: which to start next, and their results once back."""
 
@@ -75,7 +81,7 @@ class BeamProfiles:
         """The beam and the round's results with their profiles; an ok candidate not profiled, not kept or
         kept but read by no proposer, is marked not profiled (and why). Returns the beam and every result (changed ones are new objects)."""
         measured = {i: {"profile": r.profile, "roofline": r.roofline} for i, r in self.done.items()}
-        beam = [e.model_copy(update=measured[e.id]) if e.id in measured else e for e in beam]
+        beam = with_profiles(beam, self.done)
         kept = {e.id for e in beam}
         out = []
         for r in results:

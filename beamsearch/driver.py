@@ -34,7 +34,7 @@ from beamsearch.beam import (
     screen_above_ms,
     select_beam,
 )
-from beamsearch.beam_profiles import BeamProfiles
+from beamsearch.beam_profiles import BeamProfiles, with_profiles
 from beamsearch.display import Display
 from beamsearch.handback import Handback, proposed_kernel, task_of
 from beamsearch.model_shares import ModelRotation
@@ -488,9 +488,7 @@ class Driver:
         carried = [task_of(p, view, number) for p in self.pending[: max(size, 0)]]
         del self.pending[: len(carried)]
         new = size - len(carried)
-        if (
-            proposing
-        ):  # a portfolio: the model's ideas, and the knobs of the kernels it made that the beam kept
+        if proposing:  # a portfolio: the model's ideas, and the knobs of the kernels it made that the beam kept
             planned_now = plan_round(view, number)[:new]
             model_tasks = len(carried) + len(planned_now)
             # the places the workers have beyond the model's tasks go to knob variants (at least one a task):
@@ -498,9 +496,7 @@ class Driver:
             wanted = max(model_tasks, capacity - model_tasks)
             # within a candidate budget, the places for the model's handed-back kernels (paid for) come first
             tuning = self._more_within_budget(wanted, model_tasks + size)
-            planned_now += (
-                self.optimiser.plan(view, number, tuning, roots=MODEL_ORIGINS, prefix="u") if tuning else []
-            )
+            planned_now += self.optimiser.plan(view, number, tuning, roots=MODEL_ORIGINS, prefix="u") if tuning else []
         else:
             planned_now = self.optimiser.plan(view, number, new) if new > 0 else []
         tasks = carried + planned_now
@@ -511,12 +507,8 @@ class Driver:
         profiles taken of them), and every kernel seen."""
         results = [r for o in self.open for r in o.results]
         profiled = {i: p for o in self.open for i, p in o.profiles.done.items()}
-        beam = [e.model_copy(update={"profile": profiled[e.id].profile, "roofline": profiled[e.id].roofline})
-                if e.profile is None and e.id in profiled else e
-                for e in select_beam(self.state.beam, results, self.state.config.beam_width)]  # fmt: skip
-        return self.state.model_copy(
-            update={"beam": beam, "seen": self.seen, "fastest_compiled": self.fastest}
-        )
+        beam = with_profiles(select_beam(self.state.beam, results, self.state.config.beam_width), profiled)
+        return self.state.model_copy(update={"beam": beam, "seen": self.seen, "fastest_compiled": self.fastest})
 
     def _more_within_budget(self, wanted: int, planned: int) -> int:
         """How many candidates, up to ``wanted``, a round with ``planned`` tasks may try besides them within

@@ -46,7 +46,11 @@ class OpenRound:
         return self.handed_out() and not self.out and not self.profiles.wanted()
 
     def owns(self, result: TaskResult | ProfileResult) -> bool:
-        return (result.job_id if isinstance(result, ProfileResult) else result.task_id) in self.out
+        return _job_id(result) in self.out
 
     def back(self, result: TaskResult | ProfileResult) -> None:
-        self.out.discard(result.job_id if isinstance(result, ProfileResult) else result.task_id)
+        self.out.discard(_job_id(result))
+
+
+def _job_id(result: TaskResult | ProfileResult) -> str:
+    return result.job_id if isinstance(result, ProfileResult) else result.task_id

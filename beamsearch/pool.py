@@ -87,11 +87,7 @@ class WorkerPool:
         """One call on the first worker, for the run's set-up steps (baselines, floor, final re-timing).
         A worker that is restarting, or gone, is waited for or replaced, and the call made once more."""
         worker = self.workers[0]
-        try:
-            return ray.get(getattr(worker.handle, method).remote(*args), timeout=timeout_s)
-        except RayActorError:  # ActorUnavailableError (restarting) included
-            self._wait_until_back(worker)
-            return ray.get(getattr(worker.handle, method).remote(*args), timeout=timeout_s)
+        return self._answer(worker, getattr(worker.handle, method).remote(*args), method, args, timeout_s)
 
     def call_beside(self, method: str, *args: object, timeout_s: float = 3600.0) -> Callable[[], object]:
         """Start one call on a worker on another GPU than the first worker's (the last: ``spread_over_gpus``)
@@ -103,15 +99,16 @@ class WorkerPool:
         if _place(worker) == _place(self.workers[0]):
             return lambda: self.call(method, *args, timeout_s=timeout_s)
         ref = getattr(worker.handle, method).remote(*args)
+        return lambda: self._answer(worker, ref, method, args, timeout_s)
 
-        def answer() -> object:
-            try:
-                return ray.get(ref, timeout=timeout_s)
-            except RayActorError:  # ActorUnavailableError (restarting) included
-                self._wait_until_back(worker)
-                return ray.get(getattr(worker.handle, method).remote(*args), timeout=timeout_s)
-
-        return answer
+    def _answer(self, worker: Worker, ref: ray.ObjectRef, method: str, args: tuple[object, ...],
+                timeout_s: float) -> object:  # fmt: skip
+        """``ref``'s answer; a worker restarting, or gone, is waited for or replaced, and the call made once more."""
+        try:
+            return ray.get(ref, timeout=timeout_s)
+        except RayActorError:  # ActorUnavailableError (restarting) included
+            self._wait_until_back(worker)
+            return ray.get(getattr(worker.handle, method).remote(*args), timeout=timeout_s)
 
     def call_each(self, method: str, calls: list[tuple[object, ...]], timeout_s: float) -> list[object]:
         """``method`` once per argument tuple of ``calls``, spread over the workers (one call in flight on
