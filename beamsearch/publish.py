@@ -13,8 +13,8 @@ what a reader needs, in the published layout, next to the problem:
     artifacts/<problem>/README.md, convergence.png           the report (beamsearch.report), and the
                                                              results table in artifacts/README.md
 
-Every candidate's own folder (``round_N/candidates/``), the event log and the resume point stay in the
-run folder. The trace is one archive so that the repository holds a few files per published problem, not
+Every candidate's own folder (``round_N/candidates/``), the event log and the resume point (state.json,
+each round's plan.json) stay in the run folder. The trace is one archive so that the repository holds a few files per published problem, not
 a hundred; ``tar -xJf optimization_trace.tar.xz`` in the problem's folder unpacks the reference layout.
 A destination that already holds published results is replaced only with ``--force``; its inputs and the
 README's text outside the generated block are kept either way.
@@ -32,7 +32,7 @@ from beamsearch.records.problems import ARTIFACTS_DIR, INPUT_KERNEL_FILE, PROBLE
 from beamsearch.records.state import Summary
 from beamsearch.records.trace_archive import TRACE_ARCHIVE, pack_trace
 from beamsearch.report import PLOT, README, write_report
-from beamsearch.trace import BEST_KERNEL_FILE, RESULT_FILE, SUMMARY_FILE, TRACE_DIR
+from beamsearch.trace import BEST_KERNEL_FILE, PLAN_FILE, RESULT_FILE, SUMMARY_FILE, TRACE_DIR
 
 INPUTS = (PROBLEM_FILE, INPUT_KERNEL_FILE, README)  # never removed from the destination
 # what --force replaces (a trace folder too: an archive unpacked there by hand)
@@ -92,7 +92,8 @@ def _stage(run_dir: Path, summary: Summary, staged: Path) -> None:
     trace = run_dir / TRACE_DIR
     for folder in sorted(p for p in trace.iterdir() if p.is_dir()) if trace.is_dir() else []:
         for file in folder.iterdir():
-            if file.is_file():  # round_N/candidates/ is the only folder inside, and stays behind
+            # round_N/candidates/ is the only folder inside, and stays behind; so does a round's plan (a resume file)
+            if file.is_file() and file.name != PLAN_FILE:
                 (staged / TRACE_DIR / folder.name).mkdir(parents=True, exist_ok=True)
                 shutil.copy2(file, staged / TRACE_DIR / folder.name / file.name)
     # The best's whole record (its change, its tries), for the report.
