@@ -17,9 +17,10 @@ Legal values:
   loads differ, 0 none, 1 ``evict_first``, 2 ``evict_last``, 3 ``.cg``), each ``range``/``tl.range``
   loop's own ``num_stages`` (``"<fn>:loop<i>_stages"``: 0 the launch's, 1 to 4), the function's loops'
   ``loop_unroll_factor`` (``"<fn>:unroll"``: 1, 2, 4) and, on a GPU only (``shared_bytes`` given), each
-  launch's ``maxnreg`` (0 no cap, 64, 96, 128). They come after the launch knobs, in source order, with
-  ``space_of(moves=True)``. The search does not ask for them yet: they make the bundled problems' spaces
-  4 to 2,000 times larger, and whether they pay for that is measured first (``scripts/knob_moves_bench.py``).
+  launch's ``maxnreg`` (0 no cap, 64, 96, 128). They come after the launch knobs, in source order, on a
+  GPU (``space_of(moves=True/False)`` to say otherwise): they make the bundled problems' spaces 4 to 2,000
+  times larger, which paid on a GPU side by side (``scripts/knob_moves_bench.py``, docs/optimiser.md), and
+  on the CPU, whose interpreter ignores them all, every one would be a candidate that cannot differ.
 
 Points past what a GPU's registers or shared memory hold are legal values but over the space's limits
 (``over_limits``): the searcher never suggests them, and a sweep covers the rest.
@@ -81,7 +82,7 @@ VALUE_NAMES = {"loads": {-1: "as written", 0: "no hint", 1: "evict_first", 2: "e
 
 
 def space_of(source: str, sizes: dict[str, int] | None = None, operand_bytes: int = 2,
-             shared_bytes: int | None = None, moves: bool = False) -> KnobSpace:  # fmt: skip
+             shared_bytes: int | None = None, moves: bool | None = None) -> KnobSpace:  # fmt: skip
     """Every knob of every launch in ``source``, with legal values; no dims when it has none or does not
     parse. ``sizes`` maps problem dimension names (``{"M": 4096, "N": 4096, "K": 4096}``) to sizes: a
     block knob whose name names an axis (``BLOCK_K``, ``BLOCK_SIZE_K``, ``K_BLOCK``, ``TILE_K``, ``BK``:
@@ -90,11 +91,13 @@ def space_of(source: str, sizes: dict[str, int] | None = None, operand_bytes: in
     of the GPU's shared memory a program may take; any other launch with block knobs and readable warps a
     ``BlockTile`` (``over_limits``). With ``moves``, also the knobs ``tuner.find_moves`` reads:
     loads hints, loop options, and, on a GPU (``shared_bytes`` given: the CPU's interpreter has no
-    registers to cap), each launch's ``maxnreg``."""
+    registers to cap), each launch's ``maxnreg``. ``moves`` None: on a GPU only, since the CPU's
+    interpreter ignores every one of them and each would be a candidate that cannot differ."""
     detuned = without_autotune(source)
     source = detuned.source
     dot_kernels = _kernels_calling_dot(source)
-    named = _named_knobs(source, moves=moves, maxnreg=shared_bytes is not None)
+    gpu = shared_bytes is not None
+    named = _named_knobs(source, moves=gpu if moves is None else moves, maxnreg=gpu)
     divides = whole_blocks(source)
     authored = _config_values(named, detuned.configs)
     dims = []
