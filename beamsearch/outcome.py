@@ -77,7 +77,7 @@ def loss_reason(best: BeamEntry | None, seed: SeedOutcome | None, state: BeamSta
                        "run standalone, beat them")  # fmt: skip
     elif not state.config.proposing:
         reasons.append("no structural move found: the offline optimiser tunes knobs (block sizes, warps, stages, "
-                       "grid order), not the algorithm")  # fmt: skip
+                       "grid order; on a GPU loads hints, loop options, register caps), not the algorithm")  # fmt: skip
     else:
         reasons.append("the model's rewrites found no faster structure")
     return "; ".join(reasons)

@@ -6,8 +6,8 @@
 For each problem, in one process, two offline searches from its input kernel (``python -m
 beamsearch.run``), one after the other: ``with``, the knob space as the optimiser builds it (loads hints,
 each loop's own stages, unrolling, and on a GPU ``maxnreg``: docs/optimiser.md, "Moves beyond the launch
-knobs", patched into the optimiser as ``space_of(moves=True)``), and ``without``, the launch knobs only, as
-the search builds its spaces today. Both arms get the same options, so the same time budget; their order alternates
+knobs", patched into the optimiser as ``space_of(moves=True)``, as a GPU run builds its spaces), and
+``without``, the launch knobs only (``moves=False``). Both arms get the same options, so the same time budget; their order alternates
 from one problem to the next, so neither always runs first on a warm machine. Prints each arm's best
 ms (re-timed at the end, side by side with the input kernel), its candidates and minutes, and the
 ratio ``without / with`` (above 1: the moves paid), then one JSON line for the table. The runs stay in

@@ -275,7 +275,7 @@ def test_the_seeds_outcome_is_its_last_event_or_the_option_that_left_it_out(tmp_
      "r4-t1", False, "the best baseline calls a vendor library (cuBLAS/cuDNN): Inductor's code calls extern kernels, "
      "so there is no compiler seed to start from (Inductor's call() runs PyTorch operators or extern kernels "
      "(extern_kernels.convolution)); no structural move found: the offline optimiser tunes knobs (block sizes, warps, "
-     "stages, grid order), not the algorithm"),
+     "stages, grid order; on a GPU loads hints, loop options, register caps), not the algorithm"),
     (("unavailable", "Inductor has no Triton template for a GEMM or convolution of this problem"), "input", False,
      "the best baseline calls a vendor library: Inductor has no Triton template for this problem, so there is no "
      "compiler seed to start from (Inductor has no Triton template for a GEMM or convolution of this problem); no "
