@@ -49,7 +49,7 @@ from beamsearch.outcome import (
     ratio,
     seed_outcome,
 )
-from beamsearch.pool import WorkerPool
+from beamsearch.pool import NotStarted, WorkerPool
 from beamsearch.records.config import SearchConfig
 from beamsearch.records.problems import problem_sizes
 from beamsearch.records.schema import DeviceFacts, Floor, Kernel
@@ -78,6 +78,9 @@ from workers.proposers.compile_seed import SeedResult
 from workers.proposers.searcher import Searcher
 from workers.proposers.seed_portfolio import duplicates
 
+# No portfolio variant starts compiling after this (the default starts first): a GEMM's or a convolution's
+# variants each compile for minutes, and a run's start waited 6.5 of them for seeds no better than the default.
+PORTFOLIO_START_BY_S = 120.0
 MODEL_ORIGINS = ("llm", "replay")  # kernels whose knobs a portfolio round tunes beside the model's proposals
 # Rounds out at once: one whose candidate hangs until its timeout stays open, and the rounds after it go on
 # (a round closes only after those before it, so a resume point never skips one).
@@ -90,6 +93,14 @@ def _seed_id(variant: str) -> str:
 
 def _options_said(options: dict[str, object]) -> str:
     return ", ".join(f"{k}={v}" for k, v in options.items()) or "max-autotune's own settings"
+
+
+def _call_failed(answer: object) -> str:
+    """Why a portfolio variant has no seed when its worker's call gave no answer (``call_each``)."""
+    if isinstance(answer, NotStarted):
+        return (f"not compiled: no variant starts after the portfolio's first {PORTFOLIO_START_BY_S:.0f} s "
+                "(record it with scripts/record_portfolio.py and pass --compiler-recording)")  # fmt: skip
+    return f"the worker's call failed: {answer}"
 
 
 def _variant_reason(seed: SeedResult, reason: str) -> str:
@@ -186,9 +197,9 @@ class Driver:
         self.display.event("compiler_seed", status="reading" if config.compiler_recording else "compiling",
                            variants=[v.name for v in variants])  # fmt: skip
         calls: list[tuple[object, ...]] = [(state.spec, config.compiler_recording, v) for v in variants]
-        answers = self.pool.call_each("compiler_seed", calls, timeout_s=RECORD_TIMEOUT_S + 60)
-        seeds = [a if isinstance(a, SeedResult) else SeedResult(unavailable=f"the worker's call failed: {a}",
-                                                                 variant=v.name, options=v.options)
+        answers = self.pool.call_each("compiler_seed", calls, timeout_s=RECORD_TIMEOUT_S + 60,
+                                      start_by_s=PORTFOLIO_START_BY_S)  # fmt: skip
+        seeds = [a if isinstance(a, SeedResult) else SeedResult(unavailable=_call_failed(a), variant=v.name, options=v.options)
                  for v, a in zip(variants, answers, strict=True)]  # fmt: skip
         for seed in reversed(seeds):  # the default's reason last: the run's summary reads the last event
             if not seed.available:

@@ -24,11 +24,16 @@ from beamsearch.records.state import ProfileJob, ProfileResult, Task, TaskResult
 from workers.actor.ray_worker import RemoteSearchWorker
 
 log = logging.getLogger(__name__)
+
 MAX_RESTARTS = 4
 PROFILE_METHOD = "profile"  # the worker's method for a ProfileJob
 
 Job = Task | ProfileJob
 JobResult = TaskResult | ProfileResult
+
+
+class NotStarted(Exception):
+    """A call of ``call_each`` that never started: its batch's time to start calls had passed."""
 
 
 @dataclass
@@ -110,20 +115,30 @@ class WorkerPool:
             self._wait_until_back(worker)
             return ray.get(getattr(worker.handle, method).remote(*args), timeout=timeout_s)
 
-    def call_each(self, method: str, calls: list[tuple[object, ...]], timeout_s: float) -> list[object]:
+    def call_each(self, method: str, calls: list[tuple[object, ...]], timeout_s: float,
+                  start_by_s: float | None = None) -> list[object]:  # fmt: skip
         """``method`` once per argument tuple of ``calls``, spread over the workers (one call in flight on
         each, in the order that takes each GPU in turn), results in the order of ``calls``. Each call has
         ``timeout_s``; one that errs, or is not back by then, gives its exception instead of a result (a
-        late one is left to finish on its worker: the methods this serves bound their own children)."""
+        late one is left to finish on its worker: the methods this serves bound their own children).
+        With ``start_by_s``, no call starts later than that after the first did: each one left gives a
+        ``NotStarted``, so a slow batch costs at most about ``start_by_s`` plus one call."""
         results: list[object] = [TimeoutError(f"{method} not back within {timeout_s:.0f} s")] * len(calls)
         waiting = deque(enumerate(calls))
         idle = deque(self.workers)
         running: dict[ray.ObjectRef, tuple[int, Worker, float]] = {}
-        while running or (waiting and idle):
-            while idle and waiting:
+        begun: list[float] = []  # when the first call started: the first always does
+
+        def may_start() -> bool:
+            return start_by_s is None or not begun or time.monotonic() - begun[0] <= start_by_s
+
+        while running or (waiting and idle and may_start()):
+            while idle and waiting and may_start():
                 index, args = waiting.popleft()
                 worker = idle.popleft()
                 running[getattr(worker.handle, method).remote(*args)] = (index, worker, time.monotonic())
+                if not begun:
+                    begun.append(time.monotonic())
             ready, _ = ray.wait(list(running), num_returns=1, timeout=1.0)
             for ref in ready:
                 index, worker, _ = running.pop(ref)
@@ -137,8 +152,11 @@ class WorkerPool:
                 if now - started > timeout_s:  # its worker stays busy: no new call goes to it
                     running.pop(ref)
                     log.warning("%s call %d not back after %.0f s on %s", method, index, timeout_s, worker.name)
-        for index, _ in waiting:  # every worker is held by a call that timed out
-            results[index] = TimeoutError(f"{method}: no worker came free within {timeout_s:.0f} s")
+        for index, _ in waiting:
+            if may_start():  # every worker is held by a call that timed out
+                results[index] = TimeoutError(f"{method}: no worker came free within {timeout_s:.0f} s")
+            else:
+                results[index] = NotStarted(f"not started: the batch's {start_by_s:.0f} s had passed")
         return results
 
     def run(self, tasks: list[Task], timeout_s: float, method: str = "run",

@@ -210,3 +210,16 @@ def test_a_set_up_call_beside_goes_to_another_gpu_or_waits_for_its_answer(local_
         assert pool.call_beside("where")() == last
     finally:
         pool.shutdown()
+
+
+def test_call_each_starts_no_call_after_its_time_and_says_which(local_ray) -> None:
+    from beamsearch.pool import NotStarted
+
+    pool = WorkerPool.start(1, 0)
+    try:
+        answers = pool.call_each("versions", [("cpu",)] * 3, timeout_s=120, start_by_s=0.0)
+        assert "torch" in answers[0]  # the first always starts
+        assert [type(a) for a in answers[1:]] == [NotStarted, NotStarted]
+        assert all("torch" in a for a in pool.call_each("versions", [("cpu",)] * 3, timeout_s=120))
+    finally:
+        pool.shutdown()
