@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from beamsearch.records.schema import RunSpec
+from workers.proposers.knob_moves import apply_moves, find_moves
 from workers.proposers.knob_space import describe, points_within_limits, render, space_of
 from workers.proposers.searcher import Searcher, first_points
-from workers.proposers.tuner import find_moves
+from workers.proposers.tuner import apply, find_knobs
 
 H200_SHARED = 232448  # a GPU's shared memory a program may take: space_of's sign of a run on a GPU
 
@@ -106,6 +107,20 @@ def test_a_space_without_the_moves_still_renders() -> None:
     space = space_of(LOOPED, moves=False)
     new = render(LOOPED, space, {"scale_kernel:num_warps": 8})
     assert "num_warps=8" in new and "tl.range" not in new
+
+
+def test_a_point_of_every_kind_renders_literals_then_code_knobs_then_swaps() -> None:
+    swappable = LOOPED.replace("[(triton.cdiv(rows, 8),)]", "[(triton.cdiv(rows, 8), 1)]")  # a second grid axis
+    space = space_of(swappable, moves=True, shared_bytes=H200_SHARED)
+    point = {"scale_kernel:BLOCK_C": 32, "scale_kernel:maxnreg": 128, "scale_kernel:loads": 3, "scale_kernel:grid_swap": 1}
+    knobs = {f"{k.launch}:{k.name}": k for k in find_knobs(swappable) + find_moves(swappable, maxnreg=True)}
+    literals = apply(swappable, {knobs["scale_kernel:BLOCK_C"]: 32, knobs["scale_kernel:maxnreg"]: 128})
+    code = apply_moves(literals, {knobs["scale_kernel:loads"]: 3})
+    swapped = apply(code, {knobs["scale_kernel:grid axes 0<->1"]: 1})
+    assert render(swappable, space, point) == swapped
+    assert "BLOCK_C=32, maxnreg=128)" in swapped and 'cache_modifier=".cg"' in swapped and "tl.program_id(1)" in swapped
+    with pytest.raises(ValueError):
+        apply(swappable, {knobs["scale_kernel:loads"]: 3})  # a code knob is knob_moves' to write
 
 
 def test_first_points_order_the_moves_by_roofline_class() -> None:

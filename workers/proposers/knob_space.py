@@ -12,7 +12,7 @@ Legal values:
   seed's axis without bounds masks, ``whole_blocks``) only up to the largest power of two dividing it;
 - ``num_warps``: 1 to 16, powers of two; ``num_stages``: 1 to 5, only for kernels that loop (as the tuner);
 - the grid axis swap: 0 (as written) or 1 (axes 0 and 1 swapped);
-- the moves beyond the launch knobs (``tuner.find_moves``, ``MOVE_VALUES``), each a rewrite that leaves
+- the moves beyond the launch knobs (``knob_moves.find_moves``, ``MOVE_VALUES``), each a rewrite that leaves
   what the kernel computes alone: a jit function's loads hint (``"<fn>:loads"``: -1 as written where its
   loads differ, 0 none, 1 ``evict_first``, 2 ``evict_last``, 3 ``.cg``), each ``range``/``tl.range``
   loop's own ``num_stages`` (``"<fn>:loop<i>_stages"``: 0 the launch's, 1 to 4), the function's loops'
@@ -40,17 +40,8 @@ import re
 
 from beamsearch.records.search import BlockTile, DotTile, KnobDim, KnobSpace
 from workers.proposers.autotune_configs import without_autotune
-from workers.proposers.tuner import (
-    LAUNCH_KINDS,
-    LOAD_HINTS,
-    LOOP_STAGES,
-    MAXNREG,
-    UNROLL,
-    Knob,
-    apply,
-    find_knobs,
-    find_moves,
-)
+from workers.proposers.knob_moves import LOAD_HINTS, LOOP_STAGES, MAXNREG, UNROLL, apply_all, find_moves
+from workers.proposers.tuner import LAUNCH_KINDS, Knob, find_knobs
 
 BLOCK_CAP = 1 << 16  # the largest block value considered; larger tiles do not fit a program's registers
 WARPS = [1, 2, 4, 8, 16]
@@ -74,7 +65,7 @@ REGISTER_FILE = 65536
 # registers a thread has, it spills; on an H200 and an H100 every such point compiled past the search's
 # limit or ran at 2.3 to 23 times its space's best time (GELU, cumsum, a mean reduction).
 ELEMENTS_PER_THREAD = 512
-# The legal values of the knobs beyond the launch's (``tuner.find_moves``); each kernel's own value is added.
+# The legal values of the knobs beyond the launch's (``knob_moves.find_moves``); each kernel's own value is added.
 MOVE_VALUES = {"loads": sorted(LOAD_HINTS), "loop_stages": LOOP_STAGES, "unroll": UNROLL, "maxnreg": MAXNREG}
 # How ``describe`` names their values where a number would not say it.
 VALUE_NAMES = {"loads": {-1: "as written", 0: "no hint", 1: "evict_first", 2: "evict_last", 3: ".cg"},
@@ -89,7 +80,7 @@ def space_of(source: str, sizes: dict[str, int] | None = None, operand_bytes: in
     ``_axis_of``) is bounded by that size, any other by the largest. Each ``tl.dot`` launch with M, N and
     K block knobs gets a ``DotTile``: its knobs, its operands' ``operand_bytes`` and the ``shared_bytes``
     of the GPU's shared memory a program may take; any other launch with block knobs and readable warps a
-    ``BlockTile`` (``over_limits``). With ``moves``, also the knobs ``tuner.find_moves`` reads:
+    ``BlockTile`` (``over_limits``). With ``moves``, also the knobs ``knob_moves.find_moves`` reads:
     loads hints, loop options, and, on a GPU (``shared_bytes`` given: the CPU's interpreter has no
     registers to cap), each launch's ``maxnreg``. ``moves`` None: on a GPU only, since the CPU's
     interpreter ignores every one of them and each would be a candidate that cannot differ."""
@@ -287,7 +278,7 @@ def render(source: str, space: KnobSpace, point: dict[str, int]) -> str:
     knobs = {n: k for n, k in _named_knobs(source, moves=True, maxnreg=True).items() if k.kind in LAUNCH_KINDS or n in names}
     if [d.name for d in space.dims] != list(knobs) or any(d.start != knobs[d.name].value for d in space.dims):
         raise ValueError("this knob space was not built from this source (its knobs or their values differ)")
-    return apply(source, {knobs[name]: value for name, value in point.items() if value != knobs[name].value})
+    return apply_all(source, {knobs[name]: value for name, value in point.items() if value != knobs[name].value})
 
 
 def describe(space: KnobSpace, point: dict[str, int]) -> str:

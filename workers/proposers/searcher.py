@@ -452,7 +452,7 @@ def _round_robin(*streams: Iterator[Index]) -> Iterator[Index]:
                 yield index
 
 
-# The moves beyond the launch knobs (``tuner.find_moves``) a roofline class tries first, as values, and
+# The moves beyond the launch knobs (``knob_moves.find_moves``) a roofline class tries first, as values, and
 # whether before the launch knobs' moves (``early``) or after them. Memory-bound: the loads hints first
 # (a streamed tensor read once wants evict_first or .cg), then deeper loop pipelining. Compute-bound and
 # underutilized (latency): a register cap (more programs resident) and a loop's own stages first, then

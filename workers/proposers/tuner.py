@@ -34,15 +34,10 @@ from beamsearch.records.schema import Attempt, Diagnosis, Kernel
 
 KnobKind = Literal["block", "warps", "stages", "grid", "loads", "loop_stages", "unroll", "maxnreg"]
 TRITON_DEFAULTS = {"num_warps": 4, "num_stages": 3}
-# The launch knobs the tuner proposes moves of; the other kinds are knob-space moves only (``find_moves``).
+# The launch knobs the tuner proposes moves of; the other kinds are knob-space moves only (``knob_moves.find_moves``).
 LAUNCH_KINDS = ("block", "warps", "stages", "grid")
-# The ``loads`` knob's values: what every ``tl.load`` of one jit function passes as (cache_modifier,
-# eviction_policy). -1 is the loads as written where they differ from one another or pass another hint.
-LOAD_HINTS = {0: ("", ""), 1: ("", "evict_first"), 2: ("", "evict_last"), 3: (".cg", "")}
-LOADS_AS_WRITTEN = -1
-LOOP_STAGES = [0, 1, 2, 3, 4]  # a loop's own num_stages; 0: none (the launch's num_stages applies)
-UNROLL = [1, 2, 4]  # a loop's loop_unroll_factor; Triton unrolls nothing below 2, so 1 is the loop as written
-MAXNREG = [0, 64, 96, 128]  # registers a thread may take; 0: no cap (ptxas's choice, up to 255)
+# The knobs that rewrite a jit function's code, not a literal: ``knob_moves.apply_moves`` writes them, ``apply`` refuses.
+CODE_KINDS = ("loads", "loop_stages", "unroll")
 LIMITS = {"block": (1, 8192), "warps": (1, 16), "stages": (1, 6), "grid": (0, 1)}
 # Multipliers per knob kind for each bottleneck; stages move by +-1; the grid knob goes 0 -> 1 (swapped).
 MOVES: dict[str, dict[KnobKind, list[float]]] = {
@@ -76,16 +71,16 @@ def find_knobs(source: str) -> list[Knob]:
         tree = ast.parse(source)
     except SyntaxError:
         return []
-    jits = _jit_functions(tree)
+    jits = jit_functions(tree)
     knobs: list[Knob] = []
     seen: set[tuple[int, int]] = set()
     for func in [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)] + [tree]:
-        for call in _launches(func, set(jits)):
+        for call in launches(func, set(jits)):
             launch = call.func.value.id
             info = jits[launch]
             for kw in call.keywords:
                 if kw.arg in TRITON_DEFAULTS:
-                    const = kw.value if _is_int(kw.value) else None
+                    const = kw.value if is_int(kw.value) else None
                     kind: KnobKind = "warps" if kw.arg == "num_warps" else "stages"
                 elif kw.arg in info.constexprs:
                     const = _block_literal(kw.value, func, tree)
@@ -111,16 +106,16 @@ def find_knobs(source: str) -> list[Knob]:
 
 
 def apply(source: str, changes: dict[Knob, int]) -> str:
-    """``source`` with each knob set to its new value; edits go right to left so offsets stay valid.
-    Loads and loop knobs come next, each on the re-parsed result (found again by function and loop),
-    then grid swaps."""
-    swaps = [k.launch for k, v in changes.items() if k.kind == "grid" and v == 1]
-    code = {k: v for k, v in changes.items() if k.kind in ("loads", "loop_stages", "unroll")}
-    changes = {k: v for k, v in changes.items() if k.kind not in ("grid", "loads", "loop_stages", "unroll")}
-    source = _apply_literals(source, changes)
-    for knob, value in sorted(code.items(), key=lambda kv: (kv[0].line, kv[0].col, kv[0].kind)):
-        source = _apply_code(source, knob, value)
-    for launch in swaps:
+    """``source`` with each knob set to its new value (``apply_literals``), then grid swaps (``swap_grids``).
+    Raises ValueError for a loads or loop knob (``CODE_KINDS``): ``knob_moves.apply_all`` writes every kind."""
+    if code := sorted(k.name for k in changes if k.kind in CODE_KINDS):
+        raise ValueError(f"code knobs are knob_moves.apply_all's to write, not the tuner's: {', '.join(code)}")
+    return swap_grids(apply_literals(source, changes), changes)
+
+
+def swap_grids(source: str, changes: dict[Knob, int]) -> str:
+    """``source`` with the grid axes swapped of each launch whose grid knob ``changes`` sets to 1."""
+    for launch in [k.launch for k, v in changes.items() if k.kind == "grid" and v == 1]:
         source = swap_grid_axes(source, launch)
     return source
 
@@ -160,7 +155,10 @@ def launch_insertion(source: str, call: ast.Call) -> tuple[int, int]:
     return line + 1, at - starts[line]
 
 
-def _apply_literals(source: str, changes: dict[Knob, int]) -> str:
+def apply_literals(source: str, changes: dict[Knob, int]) -> str:
+    """``source`` with each literal knob of ``changes`` set to its new value (grid and code knobs are left
+    alone); edits go right to left so offsets stay valid."""
+    changes = {k: v for k, v in changes.items() if k.kind != "grid" and k.kind not in CODE_KINDS}
     lines = source_lines(source)
     for knob in sorted(changes, key=lambda k: (k.line, k.col), reverse=True):
         raw = lines[knob.line - 1].encode()
@@ -168,170 +166,6 @@ def _apply_literals(source: str, changes: dict[Knob, int]) -> str:
         text = f", {knob.name}={value}" if knob.inserted else value
         lines[knob.line - 1] = (raw[: knob.col] + text.encode() + raw[knob.end_col :]).decode()
     return "".join(lines)
-
-
-def find_moves(source: str, maxnreg: bool = False) -> list[Knob]:
-    """The knobs beyond a launch's blocks, warps, stages and grid, each a rewrite that leaves what the kernel
-    computes alone: every jit function's ``tl.load`` hint (``loads``: one knob for all its loads,
-    ``LOAD_HINTS``), each of its loops' own ``num_stages`` (``loop_stages``: a ``range``/``tl.range`` loop;
-    a ``tl.static_range`` one is unrolled before compiling), its loops' ``loop_unroll_factor`` (``unroll``,
-    one knob for them all, where they agree), and
-    with ``maxnreg`` (a run on an NVIDIA GPU) each launch's register cap. A load or loop that passes one of
-    these in a way the rewrite cannot read (a name, a positional option, ``*args``) keeps its function's
-    knob out. Loads and loops need Triton's language imported under a name (``tl``). Empty if ``source``
-    does not parse."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return []
-    jits = _jit_functions(tree)
-    lang = _language_name(tree)
-    knobs: list[Knob] = []
-    for func in tree.body if lang is not None else []:
-        if not (isinstance(func, ast.FunctionDef) and func.name in jits):
-            continue
-        value = _loads_value(_loads(func, lang))
-        if value is not None:
-            knobs.append(Knob("loads", "loads", value, func.lineno, func.col_offset, func.col_offset, func.name))
-        loops = _range_loops(func, lang)
-        for i, loop in enumerate(loops, start=1):
-            if (value := _range_option(loop, "num_stages")) is not None:
-                knobs.append(Knob(f"loop{i}_stages", "loop_stages", value, loop.lineno, loop.col_offset, loop.col_offset,
-                                  func.name, ordinal=i))  # fmt: skip
-        # One unroll factor for all of a function's loops (as one loads hint): per loop, a two-pass
-        # reduction's space would grow nine-fold for a lever that moves loops alike.
-        if len(unrolls := {_range_option(loop, "loop_unroll_factor") for loop in loops}) == 1 and None not in unrolls:
-            knobs.append(Knob("unroll", "unroll", unrolls.pop(), loops[0].lineno, loops[0].col_offset, loops[0].col_offset,
-                              func.name))  # fmt: skip
-    for scope in [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)] + [tree] if maxnreg else []:
-        for call in _launches(scope, set(jits)):
-            site, written = (call.lineno, call.col_offset), next((k for k in call.keywords if k.arg == "maxnreg"), None)
-            if written is not None and (_is_int(written.value) or _is_none(written.value)):
-                v = written.value
-                knobs.append(Knob("maxnreg", "maxnreg", v.value or 0, v.lineno, v.col_offset, v.end_col_offset,
-                                  call.func.value.id, site))  # fmt: skip
-            elif written is None and not jits[call.func.value.id].autotuned and [*call.args, *call.keywords]:
-                line, col = launch_insertion(source, call)
-                knobs.append(Knob("maxnreg", "maxnreg", 0, line, col, col, call.func.value.id, site))
-    return knobs
-
-
-def _language_name(tree: ast.Module) -> str | None:
-    """The name the module's code reaches ``triton.language`` by (``tl``), or None."""
-    names = []
-    for node in tree.body:
-        if isinstance(node, ast.Import):
-            names += [a.asname or a.name for a in node.names if a.name == "triton.language"]
-            names += ["triton.language" for a in node.names if a.name == "triton" and a.asname is None]
-        elif isinstance(node, ast.ImportFrom) and node.module == "triton":
-            names += [a.asname or a.name for a in node.names if a.name == "language"]
-    return next((n for n in names if n != "triton.language"), names[0] if names else None)
-
-
-def _loads(func: ast.FunctionDef, lang: str) -> list[ast.Call]:
-    """``func``'s ``tl.load`` calls, in source order."""
-    calls = [n for n in ast.walk(func) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-             and n.func.attr == "load" and ast.unparse(n.func.value) == lang]  # fmt: skip
-    return sorted(calls, key=lambda c: (c.lineno, c.col_offset))
-
-
-def _loads_value(loads: list[ast.Call]) -> int | None:
-    """The ``loads`` knob's start: the ``LOAD_HINTS`` code every load passes, ``LOADS_AS_WRITTEN`` where they
-    differ or pass another hint, None without loads or with one the rewrite cannot edit."""
-    hints = set()
-    for call in loads:
-        # pointer, mask, other, boundary_check and padding_option may come by position; a sixth is the cache's
-        if len(call.args) > 5 or any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
-            return None
-        pair = []
-        for option in ("cache_modifier", "eviction_policy"):
-            kw = next((k for k in call.keywords if k.arg == option), None)
-            if kw is not None and not (isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str)):
-                return None
-            pair.append(kw.value.value if kw is not None else "")
-        hints.add(tuple(pair))
-    if not hints:
-        return None
-    codes = {hint: code for code, hint in LOAD_HINTS.items()}
-    return codes.get(hints.pop(), LOADS_AS_WRITTEN) if len(hints) == 1 else LOADS_AS_WRITTEN
-
-
-def _range_loops(func: ast.FunctionDef, lang: str) -> list[ast.For]:
-    """``func``'s ``for ... in range(...)`` and ``tl.range(...)`` loops, in source order (``Knob.ordinal``)."""
-    loops = []
-    for node in ast.walk(func):
-        call = node.iter if isinstance(node, ast.For) else None
-        if not isinstance(call, ast.Call) or any(isinstance(a, ast.Starred) for a in call.args) \
-                or any(k.arg is None for k in call.keywords):  # fmt: skip
-            continue
-        builtin = isinstance(call.func, ast.Name) and call.func.id == "range" and not call.keywords
-        language = isinstance(call.func, ast.Attribute) and call.func.attr == "range" and ast.unparse(call.func.value) == lang
-        if (builtin and 1 <= len(call.args) <= 3) or (language and len(call.args) <= 3):
-            loops.append(node)
-    return sorted(loops, key=lambda n: (n.lineno, n.col_offset))
-
-
-def _range_option(loop: ast.For, option: str) -> int | None:
-    """A loop's ``num_stages`` or ``loop_unroll_factor`` as written: its int literal, the default when absent
-    or None (0 stages: the launch's; an unroll factor of 1: none), None when set otherwise."""
-    default = 0 if option == "num_stages" else 1
-    kw = next((k for k in loop.iter.keywords if k.arg == option), None)
-    if kw is None or _is_none(kw.value):
-        return default
-    return kw.value.value if _is_int(kw.value) and kw.value.value >= 0 else None
-
-
-def _is_none(node: ast.AST) -> bool:
-    return isinstance(node, ast.Constant) and node.value is None
-
-
-def _apply_code(source: str, knob: Knob, value: int) -> str:
-    """``source`` with a loads or loop knob at ``value``, found again by its function and loop; a function
-    or loop it cannot find leaves ``source`` as it was. A builtin ``range`` loop becomes ``tl.range``."""
-    tree = ast.parse(source)
-    lang = _language_name(tree)
-    func = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == knob.launch), None)
-    if func is None or lang is None:
-        return source
-    edits: list[tuple[tuple[int, int], tuple[int, int], str]] = []  # (start, end) as (line, byte col), text
-    if knob.kind == "loads":
-        for call in _loads(func, lang):
-            if value != LOADS_AS_WRITTEN:
-                edits += _keyword_edits(source, call, dict(zip(("cache_modifier", "eviction_policy"),
-                                                               (f'"{h}"' for h in LOAD_HINTS[value]), strict=True)))  # fmt: skip
-    else:
-        loops = _range_loops(func, lang)
-        if knob.kind == "loop_stages":
-            if not 0 < knob.ordinal <= len(loops):
-                return source
-            loops = [loops[knob.ordinal - 1]]
-        option = "num_stages" if knob.kind == "loop_stages" else "loop_unroll_factor"
-        for call in (loop.iter for loop in loops):
-            edits += _keyword_edits(source, call, {option: "None" if option == "num_stages" and value == 0 else str(value)})
-            if isinstance(call.func, ast.Name):
-                edits.append(((call.func.lineno, call.func.col_offset), (call.func.end_lineno, call.func.end_col_offset),
-                              f"{lang}.range"))  # fmt: skip
-    starts, raw = line_starts(source), source.encode()
-    for (line, col), (end_line, end_col), text in sorted(edits, reverse=True):
-        start, end = starts[line - 1] + col, starts[end_line - 1] + end_col
-        raw = raw[:start] + text.encode() + raw[end:]
-    return raw.decode()
-
-
-def _keyword_edits(source: str, call: ast.Call, values: dict[str, str]) -> list[tuple[tuple[int, int], tuple[int, int], str]]:
-    """Edits that set ``call``'s keywords to ``values`` (source text): a written one's value replaced, a
-    missing one added, unless its value is Triton's default (``""``, ``None``)."""
-    edits, added = [], ""
-    for option, text in values.items():
-        kw = next((k for k in call.keywords if k.arg == option), None)
-        if kw is not None:
-            edits.append(((kw.value.lineno, kw.value.col_offset), (kw.value.end_lineno, kw.value.end_col_offset), text))
-        elif text not in ('""', "None"):
-            added += f", {option}={text}"
-    if added:
-        at = launch_insertion(source, call)
-        edits.append((at, at, added))
-    return edits
 
 
 def moves_for(knob: Knob, bottleneck: str) -> list[int]:
@@ -403,7 +237,7 @@ class JitInfo:
     autotuned: bool  # @triton.autotune configs set num_warps/num_stages: do not add them at launch
 
 
-def _jit_functions(tree: ast.Module) -> dict[str, JitInfo]:
+def jit_functions(tree: ast.Module) -> dict[str, JitInfo]:
     """The module's @triton.jit functions by name."""
     nodes = {}
     for node in tree.body:
@@ -425,7 +259,7 @@ def _jit_functions(tree: ast.Module) -> dict[str, JitInfo]:
 def kernel_loops(tree: ast.Module, name: str) -> bool:
     """Whether jit function ``name`` of the module runs a loop Triton compiles as one, itself or in a jit
     function it calls: only then does ``num_stages`` change its code (True for a name it cannot find)."""
-    info = _jit_functions(tree).get(name)
+    info = jit_functions(tree).get(name)
     return info.loops if info is not None else True
 
 
@@ -462,7 +296,7 @@ def _unrolled(loop: ast.For) -> bool:
     return name == "static_range"
 
 
-def _launches(func: ast.AST, jit_names: set[str]) -> list[ast.Call]:
+def launches(func: ast.AST, jit_names: set[str]) -> list[ast.Call]:
     """``kernel[grid](...)`` calls directly inside ``func`` (nested functions are visited on their own)."""
     calls = []
     for node in _own_nodes(func):
@@ -484,18 +318,18 @@ def _own_nodes(func: ast.AST) -> list[ast.AST]:
 
 def _block_literal(value: ast.expr, scope: ast.AST, module: ast.Module) -> ast.Constant | None:
     """The int literal that sets a block-size argument: inline, via a name (``_value_of``), or a min/max cap."""
-    if _is_int(value):
+    if is_int(value):
         return value
     if isinstance(value, ast.Name):
         assigned = _value_of(value.id, scope, module)
         return _block_literal(assigned, scope, module) if assigned is not None and not isinstance(assigned, ast.Name) else None
     if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in ("min", "max"):
-        ints = [a for a in value.args if _is_int(a)]
+        ints = [a for a in value.args if is_int(a)]
         return ints[0] if len(ints) == 1 else None
     return None
 
 
-def _is_int(node: ast.AST) -> bool:
+def is_int(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and type(node.value) is int
 
 
@@ -507,7 +341,7 @@ def swap_grid_axes(source: str, launch: str) -> str:
     """Swap grid axes 0 and 1 of ``launch``: in its grid tuple and its program_id/num_programs calls."""
     tree = ast.parse(source)
     grid = next((g for func in [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)] + [tree]
-                 for call in _launches(func, {launch}) if (g := _grid_tuple(call, func)) is not None), None)  # fmt: skip
+                 for call in launches(func, {launch}) if (g := _grid_tuple(call, func)) is not None), None)  # fmt: skip
     axis_literals = _program_id_calls(tree, launch)
     if grid is None or axis_literals is None:
         return source
@@ -597,7 +431,7 @@ def _program_id_calls(tree: ast.Module, launch: str) -> list[ast.Constant] | Non
     for node in ast.walk(func):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("program_id", "num_programs"):
             axis = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "axis"), None)
-            if not _is_int(axis):
+            if not is_int(axis):
                 return None
             literals.append(axis)
     return literals
