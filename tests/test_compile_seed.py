@@ -249,6 +249,61 @@ def test_small_seed_passes_verification(name: str, block: int | dict[str, int], 
     _verify(name, _small_seed(name, block, tmp_path), tmp_path)
 
 
+def _small_module(name: str, source: str, folder: Path) -> object:
+    path = folder / f"{name}_module.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(f"{name}_module", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_cooperative_reduction_is_one_launch_of_rsplit_programs_a_row(tmp_path: Path, monkeypatch) -> None:
+    """Inductor's split of one long reduction across programs that combine their partials after a grid
+    barrier (``triton.cooperative_reductions``): the seed launches it cooperatively, RSPLIT programs first,
+    and RSPLIT is a knob only through the divisors of its recorded value (the workspace holds that many)."""
+    source = _small_seed("mse_loss_problem", {"XBLOCK": 1, "RSPLIT": 8}, tmp_path)
+    assert "_cooperative_grid(meta, [(1, 'XBLOCK')], [(8, 'RSPLIT'), (1, 'XBLOCK')])" in source
+    assert "RSPLIT=8, num_warps=4, launch_cooperative_grid=True)" in source
+    dims = {d.name.split(":")[1]: d.values for d in space_of(source).dims}
+    assert dims["RSPLIT"] == [1, 2, 4, 8] and dims["XBLOCK"] == [1]
+    module = _small_module("mse_loss", source, tmp_path)
+    axes, whole = [(1, "XBLOCK")], [(8, "RSPLIT"), (1, "XBLOCK")]
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    assert module._cooperative_grid({"RSPLIT": 4, "XBLOCK": 1}, axes, whole) == (4, 1)
+    with pytest.raises(ValueError, match="RSPLIT=16 does not divide 8: Inductor sized"):
+        module._cooperative_grid({"RSPLIT": 16, "XBLOCK": 1}, axes, whole)
+    monkeypatch.setenv("TRITON_INTERPRET", "1")  # its programs run one at a time: the barrier would never open
+    assert module._cooperative_grid({"RSPLIT": 1, "XBLOCK": 1}, axes, whole) == (1, 1)
+    with pytest.raises(ValueError, match="RSPLIT=2: .* only RSPLIT=1 runs there"):
+        module._cooperative_grid({"RSPLIT": 2, "XBLOCK": 1}, axes, whole)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("recording", "config"),
+    [
+        ("mse_loss_problem", {"XBLOCK": 1, "RSPLIT": 4}),  # persistent: each program's share in one block
+        ("mse_loss_problem_looped", {"XBLOCK": 1, "R0_BLOCK": 16, "RSPLIT": 4}),  # each program loops over its share
+    ],
+)
+def test_a_cooperative_seed_passes_verification_and_more_programs_say_why_not_here(
+    recording: str, config: dict[str, int], tmp_path: Path
+) -> None:
+    """The interpreter runs one program at a time, so it checks the seed at RSPLIT=1 (no barrier); the
+    recorded RSPLIT=4 is a reason there, not a hang."""
+    source = _small_seed(recording, config, tmp_path)
+    spec = RunSpec(problem_path=str(DATA / "mse_loss_problem.py"), shapes="small", device="cpu", dtype="bf16")
+    path = tmp_path / "one.py"
+    path.write_text(source.replace("RSPLIT=4,", "RSPLIT=1,"))
+    verdict = verify_kernel(spec, str(path))
+    assert verdict.passed, f"{verdict.status}: {verdict.reason}\n{verdict.traceback[-2000:]}"
+    path = tmp_path / "four.py"
+    path.write_text(source)
+    verdict = verify_kernel(spec, str(path))
+    assert not verdict.passed and "only RSPLIT=1 runs there" in verdict.reason, verdict.reason
+
+
 def test_a_baked_number_is_taken_where_the_problem_passes_it_and_checked(tmp_path: Path) -> None:
     """No graph argument takes the number (Dynamo wrote 2.5 into the kernel): kernel_function still takes it
     first, as the problem passes it, and refuses another value rather than compute with the recorded one."""

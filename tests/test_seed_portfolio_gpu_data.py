@@ -28,11 +28,7 @@ TABLE: dict[str, dict[str, str | None]] = {
                               "no_split_reductions": None, "nd_tiling": "default"},
     "36_RMSNorm": {"default": None, "multi_kernel": "default", "no_persistent_reductions": None},
 }  # fmt: skip
-UNAVAILABLE = {
-    ("cross_entropy_problem", "cooperative_reductions"):
-        "kernel triton_unk_fused__log_softmax_nll_loss_forward_sub_1: Inductor's cooperative_reduction kernels "
-        "are not supported",
-}  # fmt: skip
+UNAVAILABLE: dict[tuple[str, str], str] = {}  # every recorded variant gives a seed
 # the options each variant set, as the recording run's portfolio.json says (the bundled file may change since)
 OPTIONS: dict[str, dict[str, bool | int]] = {
     "default": {}, "multi_kernel": {"triton.multi_kernel": 1}, "no_online_softmax": {"online_softmax": False},
@@ -148,6 +144,20 @@ def test_each_variants_seed_extracts_or_says_why_not(problem: str, variant: str)
     assert any(isinstance(f, ast.FunctionDef) and f.name == "kernel_function" for f in tree.body)
 
 
+def test_the_cooperative_seed_launches_the_loss_as_inductor_did() -> None:
+    """The loss's mean over 32768 rows split across RSPLIT=64 programs that combine after a grid barrier:
+    one launch of 64 programs, cooperative, RSPLIT a knob up to the 64 partials the workspace holds."""
+    seed = _seed("cross_entropy_problem", "cooperative_reductions")
+    assert seed.available and seed.source is not None, seed.unavailable
+    loss = "triton_unk_fused__log_softmax_nll_loss_forward_sub_1"
+    assert seed.configs[loss] == {"XBLOCK": 1, "RSPLIT": 64, "num_warps": 8, "num_stages": 1}
+    assert (f"{loss}[lambda meta: _cooperative_grid(meta, [(1, 'XBLOCK')], [(64, 'RSPLIT'), (1, 'XBLOCK')])]("
+            in seed.source)  # fmt: skip
+    assert "XBLOCK=1, RSPLIT=64, num_warps=8, launch_cooperative_grid=True)" in seed.source
+    assert "semaphores_cuda_0.zero_()" in seed.source  # the barrier's count starts at zero each call
+    assert "triton_helpers.constexpr_next_power_of_2" not in seed.source
+
+
 @pytest.mark.parametrize("problem", list(TABLE))
 def test_the_multi_kernel_seed_launches_only_what_inductor_picked(problem: str) -> None:
     folder = _folder(problem, "multi_kernel")
@@ -207,4 +217,6 @@ def test_the_seeds_knobs_are_the_configs_the_autotuner_chose(problem: str, varia
         kernel = kernels[name]
         wanted = {k: v for k, v in config.items() if k in kernel.constexprs or k == "num_warps"
                   or (k == "num_stages" and kernel.loops)}  # fmt: skip
+        if kernel.grid_type == "CooperativeReductionGrid":  # its programs must all run at once
+            wanted["launch_cooperative_grid"] = True
         assert _launch_keywords(seed.source, name) == wanted, name

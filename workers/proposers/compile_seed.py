@@ -39,7 +39,13 @@ from workers.proposers.seed_portfolio import code_key
 
 LAUNCH_OPTIONS = ("num_warps", "num_stages")
 # Grid types Inductor launches as cdiv(numel, BLOCK) per axis; the axis order is Inductor's (x, y, z).
-GRID_AXES = {"Grid1D": ("x",), "Grid2D": ("x", "y"), "Grid3D": ("x", "y", "z")}
+GRID_AXES = {"Grid1D": ("x",), "Grid2D": ("x", "y"), "Grid3D": ("x", "y", "z"), "CooperativeReductionGrid": ("x",)}
+# Inductor's split of one reduction across RSPLIT programs a row, combined through a workspace after a grid
+# barrier (``triton.cooperative_reductions``): grid (RSPLIT, cdiv(xnumel, XBLOCK)).
+COOPERATIVE_GRID = "CooperativeReductionGrid"
+# A compiler builtin of Inductor's (its cooperative reductions size their blocks with it) that Triton's
+# interpreter cannot call; the seed defines the same function as a constexpr function, which both run.
+NEXT_POWER_OF_2 = "triton_helpers.constexpr_next_power_of_2("
 # A template (max-autotune's matmul) fixes its config in its body; these tile constexprs become launch
 # knobs when its grid is the matmul's cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N) programs (GROUP_M only orders them).
 TEMPLATE_KNOBS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M")
@@ -381,9 +387,14 @@ def _even_k_follows_block_k(source: str, k: int | None) -> tuple[str, bool]:
 
 def _grid_axes(kernel: TritonKernel) -> tuple[str, ...]:
     """The grid axes of a kernel this module can launch; raises for any other."""
-    if kernel.heuristics not in ("pointwise", "reduction", "persistent_reduction"):
+    if kernel.heuristics not in ("pointwise", "reduction", "persistent_reduction", "cooperative_reduction"):
         raise InductorCodeError(f"kernel {kernel.name}: Inductor's {kernel.heuristics or 'undecorated'} kernels "
                                 "are not supported")  # fmt: skip
+    if (kernel.grid_type == COOPERATIVE_GRID) != (kernel.heuristics == "cooperative_reduction"):
+        raise InductorCodeError(f"kernel {kernel.name}: a {kernel.heuristics} kernel on grid type {kernel.grid_type} "
+                                "is not supported")  # fmt: skip
+    if kernel.grid_type == COOPERATIVE_GRID and "RSPLIT" not in kernel.constexprs:
+        raise InductorCodeError(f"kernel {kernel.name}: a cooperative reduction that takes no RSPLIT")
     axes = GRID_AXES.get(kernel.grid_type or "")
     if axes is None:
         raise InductorCodeError(f"kernel {kernel.name}: grid type {kernel.grid_type} is not supported")
@@ -396,15 +407,21 @@ def _launch_source(
     """(grid source, keyword sources) for launching ``kernel`` at ``config``."""
     # num_stages pipelines loops only: leaving it out of a loop-free kernel keeps it out of the knob space
     keywords = [f"{k}={v}" for k, v in config.items() if k != "num_stages" or kernel.loops]
+    if kernel.grid_type == COOPERATIVE_GRID:
+        # its programs wait for each other at a grid barrier: CUDA must run them all at once or refuse
+        keywords.append("launch_cooperative_grid=True")
+        return _grid(kernel, axes, helper="_cooperative_grid", whole=[f"({config['RSPLIT']}, 'RSPLIT')"]), keywords
     return _grid(kernel, axes), keywords
 
 
-def _grid(kernel: TritonKernel, axes: tuple[str, ...]) -> str:
+def _grid(kernel: TritonKernel, axes: tuple[str, ...], helper: str = "_grid", whole: list[str] | None = None) -> str:
     """A grid lambda over the launch's numel arguments (``{xnumel}``, filled in per launch), read at launch
     time so a block constexpr the tuner changes changes the grid with it. Axes Inductor compiled without a
     bounds mask are listed as whole: there a block that does not divide the size is refused by ``_grid``
-    instead of reading and writing out of bounds."""
-    grid, whole = [], []
+    instead of reading and writing out of bounds. A cooperative reduction's ``helper`` puts its RSPLIT
+    programs first, RSPLIT listed as whole in its recorded value: the workspace Inductor sized holds that
+    many partial results a row, so the knob space offers its divisors only."""
+    grid, whole = [], list(whole or [])
     for axis in axes:
         numel = f"{axis}numel"
         if numel not in kernel.runtime_params:
@@ -414,7 +431,7 @@ def _grid(kernel: TritonKernel, axes: tuple[str, ...]) -> str:
         block = f"{axis.rstrip('_').upper()}{'_' if axis.endswith('_') else ''}BLOCK"
         if block in kernel.constexprs and f"{axis}numel" in kernel.runtime_params:
             whole.append(f"({{{axis}numel}}, {block!r})")
-    return f"lambda meta: _grid(meta, [{', '.join(grid)}], [{', '.join(whole)}])"
+    return f"lambda meta: {helper}(meta, [{', '.join(grid)}], [{', '.join(whole)}])"
 
 
 def _block_of(kernel: TritonKernel, axis: str) -> str:
@@ -429,6 +446,7 @@ def _render(module: InductorModule, signature: list[str], renames: dict[str, str
             baked: dict[str, int | float | bool]) -> str:  # fmt: skip
     kernels = [module.kernels[name] for name in launches]
     helpers = set().union(*(k.helpers for k in kernels))
+    cooperative = any(k.grid_type == COOPERATIVE_GRID for k in kernels)
     lines = [
         '"""Inductor\'s own Triton kernels for this problem (torch.compile, max-autotune), made standalone.',
         "",
@@ -436,7 +454,7 @@ def _render(module: InductorModule, signature: list[str], renames: dict[str, str
         "each launch carries the config Inductor's autotuner chose.",
         '"""',
         "",
-        *(["import os"] if "libdevice" in helpers else []),
+        *(["import os"] if "libdevice" in helpers or cooperative else []),
         "",
         "import torch",
         "import triton",
@@ -452,13 +470,17 @@ def _render(module: InductorModule, signature: list[str], renames: dict[str, str
         lines.append("from torch._inductor.runtime import triton_helpers")
     for source in _device_functions(kernels).values():
         lines += ["", "", source]
+    if any(NEXT_POWER_OF_2 in k.jit_source for k in kernels):
+        lines += ["", "", _NEXT_POWER_OF_2_SOURCE]
     for kernel in kernels:
-        lines += ["", "", kernel.jit_source]
+        lines += ["", "", kernel.jit_source.replace(NEXT_POWER_OF_2, "_next_power_of_2(")]
     checks = [(renames.get(c.name, c.name), c) for c in module.call.checks]
     lines += ["", "", f"_SHAPES = {{{', '.join(f'{n!r}: ({c.size!r}, {c.stride!r})' for n, c in checks)}}}"]
     if baked:
         lines += ["", "", f"_VALUES = {baked!r}", "", "", _CHECK_VALUES_SOURCE]
     lines += ["", "", _CHECK_SOURCE, "", "", _GRID_SOURCE, "", ""]
+    if cooperative:
+        lines += [_COOPERATIVE_GRID_SOURCE, "", ""]
     lines.append(f"def kernel_function({', '.join(signature)}):")
     lines.append(f"    _check_shapes({', '.join(f'{n}={n}' for n, _ in checks)})")
     if baked:
@@ -543,3 +565,26 @@ _GRID_SOURCE = """def _grid(meta, axes, whole):
                 "masks on that axis, so its blocks must divide the size"
             )
     return tuple(triton.cdiv(numel, meta[block] if isinstance(block, str) else block) for numel, block in axes)"""
+
+
+# Triton's interpreter runs a grid's programs one after another, so a program waiting at the barrier for
+# its row's later programs would wait for ever: there only RSPLIT=1 (no barrier) can run.
+_COOPERATIVE_GRID_SOURCE = """def _cooperative_grid(meta, axes, whole):
+    rsplit = meta["RSPLIT"]
+    for numel, block in whole:
+        if block == "RSPLIT" and numel % rsplit:
+            raise ValueError(
+                f"RSPLIT={rsplit} does not divide {numel}: Inductor sized this cooperative reduction's workspace "
+                f"for {numel} partial results a row"
+            )
+    if rsplit > 1 and os.environ.get("TRITON_INTERPRET") == "1":
+        raise ValueError(
+            f"RSPLIT={rsplit}: a cooperative reduction's programs wait for each other at a grid barrier, and "
+            "Triton's interpreter runs programs one at a time; only RSPLIT=1 runs there"
+        )
+    return (rsplit, *_grid(meta, axes, [w for w in whole if w[1] != "RSPLIT"]))"""
+
+
+_NEXT_POWER_OF_2_SOURCE = """@triton.constexpr_function
+def _next_power_of_2(n):
+    return triton.next_power_of_2(n)"""
