@@ -20,7 +20,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from workers.proposers.tuner import kernel_loops, launch_insertion, line_starts, single_assignment
+from workers.proposers.tuner import is_int, kernel_loops, launch_insertion, line_starts, single_assignment
 
 CONFIG_DEFAULTS = {"num_warps": 4, "num_stages": 3}  # triton.Config's own defaults
 
@@ -147,23 +147,19 @@ def _config_calls(listed: ast.expr | None) -> list[tuple[ast.expr, dict[str, int
 
 def _ints(node: ast.expr) -> list[int] | None:
     """A literal list or tuple of ints, or ``range`` of int literals."""
-    if isinstance(node, (ast.List, ast.Tuple)) and all(_is_int(e) for e in node.elts):
+    if isinstance(node, (ast.List, ast.Tuple)) and all(is_int(e) for e in node.elts):
         return [e.value for e in node.elts]
     if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range" and not node.keywords
-            and 1 <= len(node.args) <= 3 and all(_is_int(a) for a in node.args)):  # fmt: skip
+            and 1 <= len(node.args) <= 3 and all(is_int(a) for a in node.args)):  # fmt: skip
         return list(range(*(a.value for a in node.args)))
     return None
 
 
 def _int(node: ast.expr, env: dict[str, int]) -> int | None:
     """An int literal, or a loop variable's value."""
-    if _is_int(node):
+    if is_int(node):
         return node.value
     return env.get(node.id) if isinstance(node, ast.Name) else None
-
-
-def _is_int(node: ast.AST) -> bool:
-    return isinstance(node, ast.Constant) and type(node.value) is int
 
 
 def _edit(source: str, edits: list[tuple[int, int, int, int, str]]) -> str:
