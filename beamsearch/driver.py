@@ -35,21 +35,15 @@ from beamsearch.beam import (
     select_beam,
 )
 from beamsearch.beam_profiles import BeamProfiles, with_profiles
+from beamsearch.compiler_seeds import passed_seeds, report_kept, seed_kernels
 from beamsearch.display import Display
 from beamsearch.handback import Handback, proposed_kernel, task_of
 from beamsearch.model_shares import ModelRotation
 from beamsearch.model_watch import ModelLost
 from beamsearch.open_round import OpenRound
 from beamsearch.optimiser import PER_WORKER, Optimiser
-from beamsearch.outcome import (
-    COMPILER_SEED_ID,
-    SEED_NOT_KEPT,
-    best_baseline,
-    loss_reason,
-    ratio,
-    seed_outcome,
-)
-from beamsearch.pool import NotStarted, WorkerPool
+from beamsearch.outcome import COMPILER_SEED_ID, best_baseline, loss_reason, ratio, seed_outcome
+from beamsearch.pool import WorkerPool
 from beamsearch.records.config import SearchConfig
 from beamsearch.records.problems import problem_sizes
 from beamsearch.records.schema import DeviceFacts, Floor, Kernel
@@ -66,54 +60,12 @@ from beamsearch.records.state import (
     TaskResult,
 )
 from beamsearch.trace import RESULT_FILE, TraceWriter
-from workers.actor.task import RECORD_TIMEOUT_S
-from workers.harness.inductor_portfolio import (
-    DEFAULT_VARIANT,
-    PortfolioError,
-    PortfolioVariant,
-    load_portfolio,
-    recorded_variants,
-)
-from workers.proposers.compile_seed import SeedResult
 from workers.proposers.searcher import Searcher
-from workers.proposers.seed_portfolio import duplicates
 
-# No portfolio variant starts compiling after this (the default starts first): a GEMM's or a convolution's
-# variants each compile for minutes, and a run's start waited 6.5 of them for seeds no better than the default.
-PORTFOLIO_START_BY_S = 120.0
 MODEL_ORIGINS = ("llm", "replay")  # kernels whose knobs a portfolio round tunes beside the model's proposals
 # Rounds out at once: one whose candidate hangs until its timeout stays open, and the rounds after it go on
 # (a round closes only after those before it, so a resume point never skips one).
 MAX_OPEN_ROUNDS = 3
-
-
-def _seed_id(variant: str) -> str:
-    return COMPILER_SEED_ID if variant == DEFAULT_VARIANT else f"{COMPILER_SEED_ID}-{variant}"
-
-
-def _options_said(options: dict[str, object]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in options.items()) or "max-autotune's own settings"
-
-
-def _call_failed(answer: object) -> str:
-    """Why a portfolio variant has no seed when its worker's call gave no answer (``call_each``)."""
-    if isinstance(answer, NotStarted):
-        return (f"not compiled: no variant starts after the portfolio's first {PORTFOLIO_START_BY_S:.0f} s "
-                "(record it with scripts/record_portfolio.py and pass --compiler-recording)")  # fmt: skip
-    return f"the worker's call failed: {answer}"
-
-
-def _variant_reason(seed: SeedResult, reason: str) -> str:
-    return f"{_seed_id(seed.variant)} ({_options_said(seed.options)}): {reason}"[:600]
-
-
-def _seed_kernel(seed: SeedResult, same_code: list[str]) -> Kernel:
-    """The seed as a candidate; its note says which Inductor options made it and its configs."""
-    configs = "; ".join(f"{name} {cfg}" for name, cfg in seed.configs.items())
-    also = f"; the same code under variants {', '.join(same_code)}" if same_code else ""
-    made = "" if seed.variant == DEFAULT_VARIANT and not seed.options else f" under {_options_said(seed.options)}"
-    return Kernel(source=seed.source, origin="compiler",
-                  note=f"torch.compile max-autotune's kernels{made} ({configs}){also}")  # fmt: skip
 
 
 class SearchError(RuntimeError):
@@ -141,7 +93,7 @@ class Driver:
         seed_beside = seeded and kernel is not None  # with no input kernel the seed is the start
         other_seeds: list[tuple[str, Kernel]] = []
         if kernel is None:
-            seeds, why = self._compiler_seed_kernels()
+            seeds, why = seed_kernels(state.spec, state.config, self.pool, self.display.event)
             if not seeds:
                 raise SearchError(f"the problem has no input kernel, and the compiler seed is unavailable: {why}; "
                                   "give a starting kernel with --kernel")  # fmt: skip
@@ -187,80 +139,22 @@ class Driver:
                 and config.compiler_seed and not seed_measured:  # fmt: skip
             self._add_compiler_seed()
 
-    def _compiler_seed_kernels(self) -> tuple[list[tuple[str, Kernel]], str]:
-        """torch.compile's own kernels for the problem, standalone (``--compiler-seed``), one per distinct
-        variant of the portfolio (docs/compile-seed.md): recorded at once on the workers, deduped on their
-        code, each with its id (``compiler-seed``, ``compiler-seed-<variant>``), the default's first. With
-        none, also why (what is unavailable is said in an event)."""
-        state, config = self.state, self.state.config
-        variants = self._portfolio()
-        self.display.event("compiler_seed", status="reading" if config.compiler_recording else "compiling",
-                           variants=[v.name for v in variants])  # fmt: skip
-        calls: list[tuple[object, ...]] = [(state.spec, config.compiler_recording, v) for v in variants]
-        answers = self.pool.call_each("compiler_seed", calls, timeout_s=RECORD_TIMEOUT_S + 60,
-                                      start_by_s=PORTFOLIO_START_BY_S)  # fmt: skip
-        seeds = [a if isinstance(a, SeedResult) else SeedResult(unavailable=_call_failed(a), variant=v.name, options=v.options)
-                 for v, a in zip(variants, answers, strict=True)]  # fmt: skip
-        for seed in reversed(seeds):  # the default's reason last: the run's summary reads the last event
-            if not seed.available:
-                self.display.event("compiler_seed", status="unavailable", seed=_seed_id(seed.variant),
-                                   reason=_variant_reason(seed, seed.unavailable or ""))  # fmt: skip
-        available = [s for s in seeds if s.available]
-        repeats = duplicates((s.variant, s.code_key or s.variant) for s in available)
-        same: dict[str, list[str]] = {}
-        for seed in available:
-            if (first := repeats[seed.variant]) is not None:
-                same.setdefault(first, []).append(seed.variant)
-                self.display.event("compiler_seed", status="duplicate", seed=_seed_id(seed.variant),
-                                   reason=_variant_reason(seed, f"the same code as {_seed_id(first)}"))  # fmt: skip
-        kept = [(_seed_id(s.variant), _seed_kernel(s, same.get(s.variant, []))) for s in available
-                if repeats[s.variant] is None]  # fmt: skip
-        why = "; ".join(_variant_reason(s, s.unavailable or "") for s in seeds if not s.available)
-        return kept, "" if kept else why
-
-    def _portfolio(self) -> list[PortfolioVariant]:
-        """The variants to seed from: a recording folder's own, else the run's portfolio file (the bundled
-        one unless ``compiler_portfolio`` names another); an unreadable file leaves the default alone."""
-        config = self.state.config
-        if config.compiler_recording:
-            try:
-                order = [v.name for v in load_portfolio(config.compiler_portfolio)]
-            except PortfolioError:
-                order = []
-            names = recorded_variants(config.compiler_recording, order) or [DEFAULT_VARIANT]
-            return [PortfolioVariant(name=name) for name in names]
-        if not self.state.spec.device.startswith("cuda"):  # nothing is recorded here: one answer says why
-            return [PortfolioVariant(name=DEFAULT_VARIANT)]
-        try:
-            return load_portfolio(config.compiler_portfolio)
-        except PortfolioError as e:
-            self.display.event("compiler_seed", status="the default variant alone", reason=str(e)[:400])
-            return [PortfolioVariant(name=DEFAULT_VARIANT)]
-
     def _add_compiler_seed(self, seeds: list[tuple[str, Kernel]] | None = None) -> None:
         """The compiler seeds (``seeds``, else every distinct variant's, recorded now) as further starting
         points: each verified, timed and profiled like the input, and kept in the beam beside it where it
         earns a place, so the optimiser tunes Inductor's configs too. A seed that is unavailable (an extern
         library call, the CPU) or fails is reported, and the run goes on from the others and the input."""
-        if seeds is None:
-            seeds, _ = self._compiler_seed_kernels()
         state, config = self.state, self.state.config
+        if seeds is None:
+            seeds, _ = seed_kernels(state.spec, config, self.pool, self.display.event)
         seen, fastest = {**state.seen}, {**state.fastest_compiled}
-        passed: list[TaskResult] = []
-        for result in self._measure_at_start(seeds, config, state.floor, seen, fastest):
-            seed_id = result.task_id
-            if entry_of(result) is None:
-                self.display.event("compiler_seed", status=result.status, seed=seed_id, reason=result.reason[:400])
-            else:
-                passed.append(result)
+        measured = self._measure_at_start(seeds, config, state.floor, seen, fastest)
+        passed = passed_seeds(measured, self.display.event)
         if not passed:
             return
         history = [*state.history, *[a for r in passed if (a := attempt_of(r)) is not None]]
         beam = select_beam(state.beam, passed, config.beam_width)
-        kept = {e.id for e in beam}
-        for result in sorted(passed, key=lambda r: r.task_id in kept):  # one in the beam last, as the summary reads it
-            self.display.event("compiler_seed", status="in the beam" if result.task_id in kept else SEED_NOT_KEPT,
-                               seed=result.task_id, median_ms=result.ranked_ms)  # fmt: skip
+        report_kept(passed, beam, self.display.event)
         self.state = state.model_copy(update={"beam": beam, "seen": seen, "fastest_compiled": fastest, "history": history})
         self._save()
 

@@ -33,7 +33,8 @@ JobResult = TaskResult | ProfileResult
 
 
 class NotStarted(Exception):
-    """A call of ``call_each`` that never started: its batch's time to start calls had passed."""
+    """A call of ``call_each`` that never started: its batch's time to start calls had passed. It has no
+    message of its own: the caller, who knows what the call was for, says what was left and what to do."""
 
 
 @dataclass
@@ -156,7 +157,7 @@ class WorkerPool:
             if may_start():  # every worker is held by a call that timed out
                 results[index] = TimeoutError(f"{method}: no worker came free within {timeout_s:.0f} s")
             else:
-                results[index] = NotStarted(f"not started: the batch's {start_by_s:.0f} s had passed")
+                results[index] = NotStarted()
         return results
 
     def run(self, tasks: list[Task], timeout_s: float, method: str = "run",

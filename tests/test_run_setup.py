@@ -411,10 +411,9 @@ def test_a_search_stops_on_sigint_even_where_it_inherited_sigint_ignored() -> No
 def test_no_portfolio_variant_starts_after_its_time_and_each_left_says_so(tmp_path) -> None:
     """A convolution's portfolio compiled for 6.5 minutes before its run searched anything: variants that
     have not started by PORTFOLIO_START_BY_S are left, each with the reason and what to do instead."""
-    from beamsearch.driver import PORTFOLIO_START_BY_S
+    from beamsearch.compiler_seeds import PORTFOLIO_START_BY_S, seed_kernels
     from beamsearch.pool import NotStarted
     from beamsearch.records.schema import RunSpec
-    from beamsearch.records.state import BeamState
     from workers.proposers.compile_seed import SeedResult
 
     spec = RunSpec(problem_path=str(tmp_path / "problem.py"), device="cuda", dtype="bf16", shapes="full")
@@ -424,13 +423,10 @@ def test_no_portfolio_variant_starts_after_its_time_and_each_left_says_so(tmp_pa
     def call_each(method: str, calls: list[tuple[object, ...]], timeout_s: float, start_by_s: float | None = None):
         asked.update(method=method, calls=len(calls), start_by_s=start_by_s)
         first = SeedResult(unavailable="extern kernels (convolution)", variant=calls[0][2].name)
-        return [first] + [NotStarted("not started") for _ in calls[1:]]
+        return [first] + [NotStarted() for _ in calls[1:]]
 
-    driver = Driver.__new__(Driver)
-    driver.state = BeamState(config=SearchConfig(problem="p"), problem="p", spec=spec)
-    driver.pool = SimpleNamespace(call_each=call_each)
-    driver.display = SimpleNamespace(event=lambda kind, **data: events.append((kind, data)))
-    kept, why = driver._compiler_seed_kernels()
+    pool = SimpleNamespace(call_each=call_each)
+    kept, why = seed_kernels(spec, SearchConfig(problem="p"), pool, lambda kind, **data: events.append((kind, data)))
     assert kept == [] and asked["method"] == "compiler_seed" and asked["start_by_s"] == PORTFOLIO_START_BY_S
     left = [data for kind, data in events if kind == "compiler_seed" and "not compiled" in data.get("reason", "")]
     assert len(left) == asked["calls"] - 1 > 0
