@@ -304,6 +304,21 @@ def test_a_cooperative_seed_passes_verification_and_more_programs_say_why_not_he
     assert not verdict.passed and "only RSPLIT=1 runs there" in verdict.reason, verdict.reason
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("recording", ["mse_loss_problem", "mse_loss_problem_looped"])
+@pytest.mark.parametrize("rsplit", [2, 4])
+def test_a_cooperative_seed_passes_verification_on_gpu(recording: str, rsplit: int, tmp_path: Path) -> None:
+    """Where the grid barrier really waits: every program's partial must be in the workspace before any
+    combines them."""
+    extra = {"R0_BLOCK": 16} if recording.endswith("_looped") else {}
+    source = _small_seed(recording, {"XBLOCK": 1, "RSPLIT": rsplit, **extra}, tmp_path)
+    path = tmp_path / "seed.py"
+    path.write_text(source)
+    spec = RunSpec(problem_path=str(DATA / "mse_loss_problem.py"), shapes="small", device="cuda", dtype="bf16")
+    verdict = verify_kernel(spec, str(path))
+    assert verdict.passed, f"{verdict.status}: {verdict.reason}"
+
+
 def test_a_baked_number_is_taken_where_the_problem_passes_it_and_checked(tmp_path: Path) -> None:
     """No graph argument takes the number (Dynamo wrote 2.5 into the kernel): kernel_function still takes it
     first, as the problem passes it, and refuses another value rather than compute with the recorded one."""
