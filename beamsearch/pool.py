@@ -128,18 +128,17 @@ class WorkerPool:
         waiting = deque(enumerate(calls))
         idle = deque(self.workers)
         running: dict[ray.ObjectRef, tuple[int, Worker, float]] = {}
-        begun: list[float] = []  # when the first call started: the first always does
+        first_started: float | None = None  # the first call always starts
 
         def may_start() -> bool:
-            return start_by_s is None or not begun or time.monotonic() - begun[0] <= start_by_s
+            return start_by_s is None or first_started is None or time.monotonic() - first_started <= start_by_s
 
         while running or (waiting and idle and may_start()):
             while idle and waiting and may_start():
                 index, args = waiting.popleft()
                 worker = idle.popleft()
                 running[getattr(worker.handle, method).remote(*args)] = (index, worker, time.monotonic())
-                if not begun:
-                    begun.append(time.monotonic())
+                first_started = first_started or time.monotonic()
             ready, _ = ray.wait(list(running), num_returns=1, timeout=1.0)
             for ref in ready:
                 index, worker, _ = running.pop(ref)
