@@ -195,6 +195,8 @@ def main(argv: list[str] | None = None) -> int:
         previous = _preflight(config, previous)
     trace = TraceWriter(out or new_run_dir(problem.name))
     _say(f"run folder: {trace.out}", config.quiet)
+    if previous is not None:
+        trace.remove_partial_writes()
 
     import ray
 

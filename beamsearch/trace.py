@@ -110,6 +110,15 @@ class TraceWriter:
     def save_state(self, state: BeamState) -> None:
         write_atomic(self.out / STATE_FILE, state.model_dump_json(indent=1))
 
+    def remove_partial_writes(self) -> list[Path]:
+        """Remove the temporary files a driver killed mid-write left (``write_atomic``'s ``.<name>.*.tmp``):
+        nothing reads them, and the file each was to replace is intact. For a resume: only one driver
+        writes a trace, so none of them is still being written."""
+        partial = [p for p in self.out.rglob(".*.tmp") if p.is_file()]
+        for path in partial:
+            path.unlink(missing_ok=True)
+        return partial
+
     def load_state(self) -> BeamState | None:
         path = self.out / STATE_FILE
         return BeamState.model_validate_json(path.read_text()) if path.is_file() else None

@@ -432,3 +432,20 @@ def test_no_portfolio_variant_starts_after_its_time_and_each_left_says_so(tmp_pa
     assert len(left) == asked["calls"] - 1 > 0
     assert all("--compiler-recording" in data["reason"] and data["status"] == "unavailable" for data in left)
     assert "extern kernels (convolution)" in why
+
+
+def test_a_resume_removes_the_temporary_files_a_killed_driver_left(tmp_path) -> None:
+    """A driver killed between writing a file's temporary and renaming it leaves ``.<name>.*.tmp``; the file
+    it was to replace is intact, and the resumed run's trace must hold no leftovers."""
+    trace = TraceWriter(tmp_path)
+    folder = trace.round_dir(2)
+    folder.mkdir(parents=True)
+    (folder / "strategy.json").write_text("{}")
+    left = folder / ".strategy.json.3r8md9wu.tmp"
+    left.write_text('{"half')
+    kept = [folder / "notes.tmp.txt", folder / "data.tmp"]  # not write_atomic's: a hidden name ending .tmp
+    for path in kept:
+        path.write_text("x")
+    assert trace.remove_partial_writes() == [left]
+    assert not left.exists() and (folder / "strategy.json").read_text() == "{}"
+    assert all(path.exists() for path in kept)
