@@ -111,7 +111,7 @@ def test_tuner_run_survives_a_killed_worker_and_a_killed_driver(tmp_path) -> Non
     proc = subprocess.Popen([sys.executable, "-m", "beamsearch.run", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, cwd=ROOT, env={**_env(), "TMPDIR": str(temp)}, start_new_session=True)  # fmt: skip
     lines: list[str] = []
-    killed_worker = round1_closed = False
+    killed_worker = round1_closed = seen_r2 = False
     try:
         deadline = time.monotonic() + 400
         for line in proc.stdout:
@@ -124,8 +124,9 @@ def test_tuner_run_survives_a_killed_worker_and_a_killed_driver(tmp_path) -> Non
                 os.kill(worker_pids[0], signal.SIGKILL)
                 killed_worker = True
             round1_closed = round1_closed or (event.get("event") == "round_end" and event["round"] == 1)
-            if round1_closed and event.get("event") == "candidate" and event["id"].startswith("r2-"):
-                break  # rounds overlap: round 2's candidates may come before round 1 closes
+            seen_r2 = seen_r2 or (event.get("event") == "candidate" and event["id"].startswith("r2-"))
+            if round1_closed and seen_r2:
+                break  # rounds overlap: round 2's candidates may all come before round 1 closes
             assert time.monotonic() < deadline, "the run took too long"
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -142,7 +143,7 @@ def test_tuner_run_survives_a_killed_worker_and_a_killed_driver(tmp_path) -> Non
     assert len(round1) == 4 and all(e["status"] != "failed" for e in round1), round1  # from the input's space
 
     state = BeamState.model_validate_json((out / "state.json").read_text())
-    assert state.round == 1
+    assert state.round in (1, 2)  # round 2 may close right after round 1, before the kill lands
     assert state.config.compiler_seed is False  # a CPU run with no recording settles on none, and says so
     before = {p.parent.name: TaskResult.model_validate_json(p.read_text()).finished_at
               for p in (out / "optimization_trace").glob("round_[23]/candidates/*/result.json")}  # fmt: skip
@@ -151,8 +152,9 @@ def test_tuner_run_survives_a_killed_worker_and_a_killed_driver(tmp_path) -> Non
     again = run_cli("--resume", "--out", str(out), "--quiet", timeout=400, env={"TMPDIR": str(temp)})
     assert again.returncode == 0, again.stderr[-3000:]
     resumed = _events(again.stdout.splitlines())
-    start2 = next(e for e in resumed if e["event"] == "round_start" and e["round"] == 2)
-    assert start2["reused"] == sum(i.startswith("r2-") for i in before)
+    first = state.round + 1  # the resume goes on from the first round not closed
+    start = next(e for e in resumed if e["event"] == "round_start" and e["round"] == first)
+    assert start["reused"] == sum(i.startswith(f"r{first}-") for i in before)
     assert not [e for e in resumed if e["event"] == "candidate" and e["id"] in before], "finished candidates redone"
     summary, candidates = check_trace(out, rounds=3)
     for task_id, finished_at in before.items():
