@@ -38,11 +38,12 @@ from workers.proposers.inductor_code import (
 from workers.proposers.seed_portfolio import code_key
 
 LAUNCH_OPTIONS = ("num_warps", "num_stages")
-# Grid types Inductor launches as cdiv(numel, BLOCK) per axis; the axis order is Inductor's (x, y, z).
-GRID_AXES = {"Grid1D": ("x",), "Grid2D": ("x", "y"), "Grid3D": ("x", "y", "z"), "CooperativeReductionGrid": ("x",)}
 # Inductor's split of one reduction across RSPLIT programs a row, combined through a workspace after a grid
 # barrier (``triton.cooperative_reductions``): grid (RSPLIT, cdiv(xnumel, XBLOCK)).
 COOPERATIVE_GRID = "CooperativeReductionGrid"
+# Grid types Inductor launches as cdiv(numel, BLOCK) per axis; the axis order is Inductor's (x, y, z). A
+# cooperative reduction's x axis comes after its RSPLIT programs (``_cooperative_grid``).
+GRID_AXES = {"Grid1D": ("x",), "Grid2D": ("x", "y"), "Grid3D": ("x", "y", "z"), COOPERATIVE_GRID: ("x",)}
 # A compiler builtin of Inductor's (its cooperative reductions size their blocks with it) that Triton's
 # interpreter cannot call; the seed defines the same function as a constexpr function, which both run.
 NEXT_POWER_OF_2 = "triton_helpers.constexpr_next_power_of_2("
