@@ -551,10 +551,21 @@ _CHECK_VALUES_SOURCE = """def _check_values(**values):
             raise ValueError(f"this seed holds Inductor's kernels compiled for {name} = {_VALUES[name]!r}; got {value!r}")"""
 
 
-# Triton's interpreter runs tl.math's functions but not libdevice's extern calls (they return None there);
-# on a GPU the kernels keep Inductor's libdevice calls as written.
+# Triton's interpreter runs tl.math's functions but not libdevice's extern calls (they return None there):
+# there tl.math stands in, and the libdevice functions Inductor calls that tl.math lacks (xlogy's isnan,
+# GELU's tanh) are written with tl's own operations. On a GPU the kernels keep Inductor's libdevice calls.
 _LIBDEVICE_SOURCE = """if os.environ.get("TRITON_INTERPRET") == "1":
-    libdevice = tl.math
+    class _InterpretedLibdevice:
+        isnan = staticmethod(lambda x: x != x)
+        isinf = staticmethod(lambda x: tl.abs(x) == float("inf"))
+        tanh = staticmethod(lambda x: 1.0 - 2.0 / (tl.math.exp(2.0 * x) + 1.0))
+        log1p = staticmethod(lambda x: tl.math.log(1.0 + x))
+        expm1 = staticmethod(lambda x: tl.math.exp(x) - 1.0)
+
+        def __getattr__(self, name):
+            return getattr(tl.math, name)
+
+    libdevice = _InterpretedLibdevice()
 else:
     from triton.language.extra import libdevice"""
 
