@@ -1,5 +1,5 @@
-"""The knobs beyond a launch's (issue 46 §2): loads hints, a loop's own stages, unrolling, maxnreg. Each is
-found, rendered, read back, and (slow) the rendered kernel passes the verifier on the interpreter."""
+"""The knobs beyond a launch's (issue 46 §2): loads hints, a loop's own stages, unrolling, fast math, maxnreg.
+Each is found, rendered, read back, and (slow) the rendered kernel passes the verifier on the interpreter."""
 
 from __future__ import annotations
 
@@ -154,8 +154,8 @@ def test_a_resource_limit_holds_whatever_the_loads_hint() -> None:
     assert searcher._dominates(index(failed | {"scale_kernel:loop1_stages": 3}), staged)
 
 
-# Dims the moves may add to a kernel's space: a loads hint and an unroll factor a function, a stages knob
-# a loop, a register cap a launch; and their values' product.
+# Dims the moves may add to a kernel's space: a loads hint, an unroll factor and a math knob a function, a
+# stages knob a loop, a register cap a launch; and their values' product.
 PROBLEMS = sorted(Path(__file__).resolve().parents[1].glob("artifacts/*/input_kernel.py"))
 
 
@@ -166,9 +166,9 @@ def test_the_bundled_problems_spaces_stay_bounded(path: Path) -> None:
     added = after.dims[len(before.dims):]
     assert [d.name for d in after.dims[: len(before.dims)]] == [d.name for d in before.dims]
     loops = sum(d.kind == "loop_stages" for d in added)
-    assert loops <= 2 and len(added) <= 2 + 2 * 1 + loops  # loads, unroll; a maxnreg a launch; a stages a loop
+    assert loops <= 2 and len(added) <= 3 + 2 * 1 + loops  # loads, unroll, math; a maxnreg a launch; a stages a loop
     growth = math.prod(len(d.values) for d in added)
-    assert growth <= 4 * 3 * 4 * 5**loops
+    assert growth <= 4 * 3 * 2 * 4 * 5**loops
     # Over the limits nothing is added: every new point of a within-limits point is within them.
     cpu = space_of(source, moves=True)
     assert points_within_limits(cpu) == points_within_limits(before) * math.prod(
@@ -196,3 +196,102 @@ def test_every_move_passes_the_verifier_on_the_interpreter(tmp_path: Path) -> No
             assert verdict.status == "ok", (describe(space, point), verdict)
     finally:
         session.close()
+
+
+# Two jit functions reaching Triton's math by every spelling the math knob reads: tl, tl.math, a math module
+# and libdevice (whose exp is precise; tl.exp is approximate already, so it alone would be no knob).
+MATHS = '''
+import os
+
+import torch
+import triton
+import triton.language as tl
+from triton.language import math as tl_math
+
+if os.environ.get("TRITON_INTERPRET") == "1":
+    libdevice = tl.math
+else:
+    from triton.language.extra import libdevice
+
+
+@triton.jit
+def logs_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + i, mask=i < n, other=1.0).to(tl.float32)
+    y = tl.log(x) + tl.math.log2(x) + tl_math.log(x) + libdevice.exp(x) + tl.exp(x)
+    tl.store(out_ptr + i, y.to(out_ptr.dtype.element_ty), mask=i < n)
+
+
+@triton.jit
+def exp_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + i, mask=i < n, other=1.0).to(tl.float32)
+    tl.store(out_ptr + i, tl.exp(x).to(out_ptr.dtype.element_ty), mask=i < n)
+
+
+def kernel_function(x):
+    out = torch.empty_like(x)
+    logs_kernel[(triton.cdiv(x.numel(), 64),)](x, out, x.numel(), BLOCK=64)
+    exp_kernel[(triton.cdiv(x.numel(), 64),)](out, out, x.numel(), BLOCK=64)
+    return out
+'''
+
+
+def test_the_math_knob_makes_precise_transcendentals_fast_and_writes_its_header_once() -> None:
+    assert {n: v for n, v in moves(MATHS).items() if n.endswith(":math")} == {"logs_kernel:math": 0}
+    space = space_of(MATHS, moves=True, shared_bytes=H200_SHARED)
+    assert next(d for d in space.dims if d.name == "logs_kernel:math").values == [0, 1]
+    fast = render(MATHS, space, {"logs_kernel:math": 1})
+    ast.parse(fast)
+    assert ("y = fast_math.fast_logf(x) + fast_math.fast_log2f(x) + fast_math.fast_logf(x) + fast_math.fast_expf(x)"
+            " + tl.exp(x)") in fast  # fmt: skip
+    assert fast.count("from triton.language.extra import libdevice as fast_math") == 1
+    assert "import types\n" in fast and fast.count("import os\n") == 1
+    assert "logs_kernel:math" not in moves(fast)  # nothing precise is left to make fast
+    assert render(MATHS, space, {"logs_kernel:math": 0}) == MATHS
+    assert describe(space, {"logs_kernel:math": 1}) == "logs_kernel:math as written -> fast"
+    # A module-level name of the header's own would be shadowed by it: no knob.
+    assert not [k for k in find_moves(MATHS.replace("import os\n", "import os\nfast_math = None\n")) if k.kind == "math"]
+
+
+def test_first_points_try_fast_math_early_where_the_sms_are_the_limit() -> None:
+    space = space_of(MATHS, moves=True, shared_bytes=H200_SHARED)
+    start = space.start()
+    compute = first_points(space, "compute")
+    assert compute[1] == start | {"logs_kernel:math": 1}
+    assert start | {"logs_kernel:math": 1} in first_points(space, "memory")  # later, never left out
+
+
+@pytest.mark.slow
+def test_fast_math_passes_the_verifier_on_the_interpreter(tmp_path: Path) -> None:
+    """Inductor's KL divergence (two precise logs an element, recorded on the CPU), as written and its logs made
+    fast: on the interpreter the precise functions stand in for libdevice's, so this checks the rewrite, not
+    the error. As written it calls libdevice.isnan (torch's xlogy), which tl.math lacks: the seed's own
+    stand-in runs it there."""
+    import json
+    import shutil
+
+    from tests.conftest import DATA
+    from workers.harness.verify import verify_kernel
+    from workers.proposers.compile_seed import seed_from_recording
+    from workers.proposers.inductor_code import parse_output_code
+
+    recording = tmp_path / "kl_div_problem"
+    shutil.copytree(DATA / "inductor_small" / "kl_div_problem", recording)
+    kernels = parse_output_code((recording / "output_code.py").read_text()).kernels
+    chosen = {name: {"config": dict.fromkeys(k.constexprs, 1) | {"num_warps": 4, "num_stages": 1}}
+              for name, k in kernels.items()}  # fmt: skip
+    (recording / "chosen_configs.json").write_text(json.dumps(chosen))
+    seed = seed_from_recording(recording).source
+    space = space_of(seed, moves=True, shared_bytes=H200_SHARED)
+    assert "libdevice.isnan(" in seed
+    point = {d.name: 1 for d in space.dims if d.kind == "math"}
+    assert point, [d.name for d in space.dims]
+    fast = render(seed, space, point)
+    assert fast.count("fast_math.fast_logf(") == 2
+    spec = RunSpec(problem_path=str(DATA / "kl_div_problem.py"), shapes="small", device="cpu", dtype="bf16")
+    for name, source in (("seed", seed), ("fast", fast)):
+        path = tmp_path / f"{name}.py"
+        path.write_text(source)
+        verdict = verify_kernel(spec, str(path))
+        assert verdict.passed, f"{name}: {verdict.status}: {verdict.reason}\n{verdict.traceback[-2000:]}"

@@ -18,7 +18,7 @@ class KnobDim(Record):
     """One dimension of the space: ``values`` ascending, ``start`` the kernel's own value (among them)."""
 
     name: str  # "<launch>:<knob>"
-    kind: str  # "block", "warps", "stages", "grid", "loads", "loop_stages", "unroll" or "maxnreg" (the tuner's KnobKind)
+    kind: str  # "block", "warps", "stages", "grid", "loads", "loop_stages", "unroll", "math" or "maxnreg" (the tuner's KnobKind)
     values: list[int]
     start: int
 

@@ -1,6 +1,8 @@
 """The knobs beyond a launch's blocks, warps, stages and grid: load hints, a loop's own stages, unrolling,
-maxnreg. Each is a rewrite that leaves what the kernel computes alone, found in the source (``find_moves``)
-and written back (``apply_all``, for a point with knobs of any kind; ``maxnreg`` is a literal the tuner writes).
+maxnreg, and fast approximate transcendentals. Each is a rewrite found in the source (``find_moves``) and
+written back (``apply_all``, for a point with knobs of any kind; ``maxnreg`` is a literal the tuner writes).
+All but the last leave what the kernel computes alone; fast math changes its values within the
+approximations' error, which the verifier's tolerance judges as for any candidate.
 
 Imports point one way: this module uses the tuner's, the tuner never imports this one.
 """
@@ -18,6 +20,7 @@ from workers.proposers.tuner import (
     launch_insertion,
     launches,
     line_starts,
+    source_lines,
     swap_grids,
 )
 
@@ -28,6 +31,32 @@ LOADS_AS_WRITTEN = -1
 LOOP_STAGES = [0, 1, 2, 3, 4]  # a loop's own num_stages; 0: none (the launch's num_stages applies)
 UNROLL = [1, 2, 4]  # a loop's loop_unroll_factor; Triton unrolls nothing below 2, so 1 is the loop as written
 MAXNREG = [0, 64, 96, 128]  # registers a thread may take; 0: no cap (ptxas's choice, up to 255)
+# The ``math`` knob: 0 the function's transcendental calls as written, 1 each replaced by libdevice's fast
+# approximation (a special-function-unit instruction or two in place of a polynomial of dozens: a kernel
+# that computes two logs an element is compute-bound with the precise ones). Errors of a few ulp, growing
+# with the argument for exp and tanh. tl.exp is approximate already; tl.log, tl.log2 and libdevice's exp
+# are not.
+MATH = [0, 1]
+FAST_MATH = {"log": "fast_logf", "log2": "fast_log2f", "log10": "fast_log10f", "exp": "fast_expf",
+             "exp10": "fast_exp10f", "tanh": "fast_tanhf"}  # fmt: skip
+PRECISE_IN_TRITON = ("log", "log2")  # of FAST_MATH, what tl and tl.math compute precisely; libdevice's all
+FAST_MATH_NAME = "fast_math"
+# Written once above the kernels by the math knob. Triton's interpreter runs no libdevice call (they return
+# None there), so on the CPU the precise functions stand in: the rewrite is checked there, its speed and
+# error only on a GPU. Lambdas, so the interpreter's patched tl.math is looked up at each call.
+_FAST_MATH_HEADER = """# Fast approximate transcendentals (the math knob): libdevice's on a GPU, precise stand-ins on Triton's interpreter.
+if os.environ.get("TRITON_INTERPRET") == "1":
+    fast_math = types.SimpleNamespace(
+        fast_logf=lambda x: {tl}.math.log(x),
+        fast_log2f=lambda x: {tl}.math.log2(x),
+        fast_log10f=lambda x: {tl}.math.log2(x) * 0.30102999566398120,
+        fast_expf=lambda x: {tl}.math.exp(x),
+        fast_exp10f=lambda x: {tl}.math.exp2(x * 3.3219280948873623),
+        fast_tanhf=lambda x: 1.0 - 2.0 / ({tl}.math.exp(2.0 * x) + 1.0),
+    )
+else:
+    from triton.language.extra import libdevice as fast_math
+"""
 
 
 def find_moves(source: str, maxnreg: bool = False) -> list[Knob]:
@@ -35,8 +64,8 @@ def find_moves(source: str, maxnreg: bool = False) -> list[Knob]:
     computes alone: every jit function's ``tl.load`` hint (``loads``: one knob for all its loads,
     ``LOAD_HINTS``), each of its loops' own ``num_stages`` (``loop_stages``: a ``range``/``tl.range`` loop;
     a ``tl.static_range`` one is unrolled before compiling), its loops' ``loop_unroll_factor`` (``unroll``,
-    one knob for them all, where they agree), and
-    with ``maxnreg`` (a run on an NVIDIA GPU) each launch's register cap. A load or loop that passes one of
+    one knob for them all, where they agree), its precise transcendental calls (``math``: 0 as written, 1
+    libdevice's fast approximations, ``FAST_MATH``), and with ``maxnreg`` (a run on an NVIDIA GPU) each launch's register cap. A load or loop that passes one of
     these in a way the rewrite cannot read (a name, a positional option, ``*args``) keeps its function's
     knob out. Loads and loops need Triton's language imported under a name (``tl``). Empty if ``source``
     does not parse."""
@@ -46,6 +75,9 @@ def find_moves(source: str, maxnreg: bool = False) -> list[Knob]:
         return []
     jits = jit_functions(tree)
     lang = _language_name(tree)
+    math_modules = _math_modules(tree, lang) if lang is not None else {}
+    # A name ``fast_math`` the module binds itself would be shadowed by the header the knob writes.
+    foreign_fast_math = FAST_MATH_NAME in source and _FAST_MATH_HEADER.format(tl=lang) not in source
     knobs: list[Knob] = []
     for func in tree.body if lang is not None else []:
         if not (isinstance(func, ast.FunctionDef) and func.name in jits):
@@ -63,6 +95,8 @@ def find_moves(source: str, maxnreg: bool = False) -> list[Knob]:
         if len(unrolls := {_range_option(loop, "loop_unroll_factor") for loop in loops}) == 1 and None not in unrolls:
             knobs.append(Knob("unroll", "unroll", unrolls.pop(), loops[0].lineno, loops[0].col_offset, loops[0].col_offset,
                               func.name))  # fmt: skip
+        if _precise_math_calls(func, math_modules) and not foreign_fast_math:
+            knobs.append(Knob("math", "math", 0, func.lineno, func.col_offset, func.col_offset, func.name))
     for scope in [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)] + [tree] if maxnreg else []:
         for call in launches(scope, set(jits)):
             site, written = (call.lineno, call.col_offset), next((k for k in call.keywords if k.arg == "maxnreg"), None)
@@ -169,7 +203,12 @@ def _apply_code(source: str, knob: Knob, value: int) -> str:
     if func is None or lang is None:
         return source
     edits: list[tuple[tuple[int, int], tuple[int, int], str]] = []  # (start, end) as (line, byte col), text
-    if knob.kind == "loads":
+    if knob.kind == "math":
+        if value == 1:
+            for call in _precise_math_calls(func, _math_modules(tree, lang)):
+                edits.append(((call.func.lineno, call.func.col_offset), (call.func.end_lineno, call.func.end_col_offset),
+                              f"{FAST_MATH_NAME}.{FAST_MATH[call.func.attr]}"))  # fmt: skip
+    elif knob.kind == "loads":
         for call in _loads(func, lang):
             if value != LOADS_AS_WRITTEN:
                 edits += _keyword_edits(source, call, dict(zip(("cache_modifier", "eviction_policy"),
@@ -190,7 +229,51 @@ def _apply_code(source: str, knob: Knob, value: int) -> str:
     for (line, col), (end_line, end_col), text in sorted(edits, reverse=True):
         start, end = starts[line - 1] + col, starts[end_line - 1] + end_col
         raw = raw[:start] + text.encode() + raw[end:]
-    return raw.decode()
+    return _with_fast_math_header(raw.decode(), lang) if knob.kind == "math" and edits else raw.decode()
+
+
+def _math_modules(tree: ast.Module, lang: str) -> dict[str, bool]:
+    """The names the module's code reaches Triton's math functions by, each with whether it is libdevice
+    (every ``FAST_MATH`` function precise) or ``triton.language``/its ``math`` (only ``PRECISE_IN_TRITON``)."""
+    names = {lang: False, f"{lang}.math": False, f"{lang}.extra.libdevice": True, f"{lang}.extra.cuda.libdevice": True}
+    libdevices = ("triton.language.extra.libdevice", "triton.language.extra.cuda.libdevice")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module in ("triton.language", "triton.language.extra",
+                                                                "triton.language.extra.cuda"):  # fmt: skip
+            for alias in node.names:
+                if alias.name in ("math", "libdevice"):
+                    names[alias.asname or alias.name] = alias.name == "libdevice"
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name == "triton.language.math" or alias.name in libdevices:
+                    names[alias.asname or alias.name] = alias.name in libdevices
+    return names
+
+
+def _precise_math_calls(func: ast.FunctionDef, modules: dict[str, bool]) -> list[ast.Call]:
+    """``func``'s calls of a transcendental that libdevice has a fast approximation of (``FAST_MATH``) and
+    that its module computes precisely, in source order."""
+    calls = []
+    for n in ast.walk(func):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in FAST_MATH:
+            libdevice = modules.get(ast.unparse(n.func.value))
+            if libdevice or (libdevice is False and n.func.attr in PRECISE_IN_TRITON):
+                calls.append(n)
+    return sorted(calls, key=lambda c: (c.lineno, c.col_offset))
+
+
+def _with_fast_math_header(source: str, lang: str) -> str:
+    """``source`` with ``_FAST_MATH_HEADER`` after its last top-level import (and the imports the header
+    needs), unless it holds the header already."""
+    header = _FAST_MATH_HEADER.format(tl=lang)
+    if header in source:
+        return source
+    tree = ast.parse(source)
+    imported = {a.asname or a.name for n in tree.body if isinstance(n, ast.Import) for a in n.names}
+    needed = "".join(f"import {m}\n" for m in ("os", "types") if m not in imported)
+    last = max((n.end_lineno for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))), default=0)
+    lines = source_lines(source)
+    return "".join(lines[:last]) + needed + "\n" + header + "".join(lines[last:])
 
 
 def _keyword_edits(source: str, call: ast.Call, values: dict[str, str]) -> list[tuple[tuple[int, int], tuple[int, int], str]]:

@@ -16,7 +16,9 @@ Legal values:
   what the kernel computes alone: a jit function's loads hint (``"<fn>:loads"``: -1 as written where its
   loads differ, 0 none, 1 ``evict_first``, 2 ``evict_last``, 3 ``.cg``), each ``range``/``tl.range``
   loop's own ``num_stages`` (``"<fn>:loop<i>_stages"``: 0 the launch's, 1 to 4), the function's loops'
-  ``loop_unroll_factor`` (``"<fn>:unroll"``: 1, 2, 4) and, on a GPU only (``shared_bytes`` given), each
+  ``loop_unroll_factor`` (``"<fn>:unroll"``: 1, 2, 4), its precise transcendentals or libdevice's fast
+  approximations (``"<fn>:math"``: 0 as written, 1 fast; the one move that changes the values computed,
+  within the approximations' error, which the verifier judges) and, on a GPU only (``shared_bytes`` given), each
   launch's ``maxnreg`` (0 no cap, 64, 96, 128). They come after the launch knobs, in source order, on a
   GPU (``space_of(moves=True/False)`` to say otherwise): they make the bundled problems' spaces 4 to 2,000
   times larger, which paid on a GPU side by side (``scripts/knob_moves_bench.py``, docs/optimiser.md), and
@@ -40,7 +42,7 @@ import re
 
 from beamsearch.records.search import BlockTile, DotTile, KnobDim, KnobSpace
 from workers.proposers.autotune_configs import without_autotune
-from workers.proposers.knob_moves import LOAD_HINTS, LOOP_STAGES, MAXNREG, UNROLL, apply_all, find_moves
+from workers.proposers.knob_moves import LOAD_HINTS, LOOP_STAGES, MATH, MAXNREG, UNROLL, apply_all, find_moves
 from workers.proposers.tuner import LAUNCH_KINDS, Knob, find_knobs
 
 BLOCK_CAP = 1 << 16  # the largest block value considered; larger tiles do not fit a program's registers
@@ -66,10 +68,11 @@ REGISTER_FILE = 65536
 # limit or ran at 2.3 to 23 times its space's best time (GELU, cumsum, a mean reduction).
 ELEMENTS_PER_THREAD = 512
 # The legal values of the knobs beyond the launch's (``knob_moves.find_moves``); each kernel's own value is added.
-MOVE_VALUES = {"loads": sorted(LOAD_HINTS), "loop_stages": LOOP_STAGES, "unroll": UNROLL, "maxnreg": MAXNREG}
+MOVE_VALUES = {"loads": sorted(LOAD_HINTS), "loop_stages": LOOP_STAGES, "unroll": UNROLL, "math": MATH, "maxnreg": MAXNREG}
 # How ``describe`` names their values where a number would not say it.
 VALUE_NAMES = {"loads": {-1: "as written", 0: "no hint", 1: "evict_first", 2: "evict_last", 3: ".cg"},
-               "loop_stages": {0: "the launch's"}, "unroll": {1: "none"}, "maxnreg": {0: "none"}}  # fmt: skip
+               "loop_stages": {0: "the launch's"}, "unroll": {1: "none"}, "math": {0: "as written", 1: "fast"},
+               "maxnreg": {0: "none"}}  # fmt: skip
 
 
 def space_of(source: str, sizes: dict[str, int] | None = None, operand_bytes: int = 2,

@@ -342,8 +342,9 @@ class Searcher:
     def _dominates(self, index: Index, limit: Index) -> bool:
         """Whether ``index`` needs at least ``limit``'s resources: the same warps, grid and register cap,
         every block, the stages and the unroll factor at least as large, a loop's own stages too where
-        ``limit`` sets them (0 is the launch's); the loads hint, which takes no resource, whatever."""
-        return all(a >= b if up else True if kind == "loads"
+        ``limit`` sets them (0 is the launch's); the loads hint and the math knob, which take no resource
+        a precise function does not, whatever."""
+        return all(a >= b if up else True if kind in ("loads", "math")
                    else a == b or a >= b > 0 if kind == "loop_stages" else a == b
                    for a, b, up, kind in zip(index, limit, self._upward, self._kinds, strict=True))  # fmt: skip
 
@@ -456,14 +457,17 @@ def _round_robin(*streams: Iterator[Index]) -> Iterator[Index]:
 # whether before the launch knobs' moves (``early``) or after them. Memory-bound: the loads hints first
 # (a streamed tensor read once wants evict_first or .cg), then deeper loop pipelining. Compute-bound and
 # underutilized (latency): a register cap (more programs resident) and a loop's own stages first, then
-# unrolling. None forbids a value: the searcher goes on to every one.
+# unrolling. Fast transcendentals (``math``) come first where the SMs are the limit or the class is not
+# known: a kernel whose precise logs fill its pipes reads as compute-bound. None forbids a value: the
+# searcher goes on to every one.
 MOVE_TARGETS: dict[str, dict[str, list[int]]] = {
-    "memory": {"loads": [1, 3, 2], "loop_stages": [3, 4], "unroll": [2], "maxnreg": [128]},
-    "underutilized": {"maxnreg": [128, 64], "loop_stages": [3, 4], "unroll": [2, 4], "loads": [1]},
-    "compute": {"maxnreg": [128], "loop_stages": [2, 3], "unroll": [2], "loads": [1]},
-    "unknown": {"loop_stages": [2], "loads": [1], "unroll": [2], "maxnreg": [128]},
+    "memory": {"loads": [1, 3, 2], "loop_stages": [3, 4], "unroll": [2], "maxnreg": [128], "math": [1]},
+    "underutilized": {"maxnreg": [128, 64], "loop_stages": [3, 4], "unroll": [2, 4], "loads": [1], "math": [1]},
+    "compute": {"math": [1], "maxnreg": [128], "loop_stages": [2, 3], "unroll": [2], "loads": [1]},
+    "unknown": {"math": [1], "loop_stages": [2], "loads": [1], "unroll": [2], "maxnreg": [128]},
 }
-EARLY = {"memory": ("loads",), "underutilized": ("maxnreg", "loop_stages"), "compute": ("maxnreg", "loop_stages")}
+EARLY = {"memory": ("loads",), "underutilized": ("maxnreg", "loop_stages"),
+         "compute": ("math", "maxnreg", "loop_stages"), "unknown": ("math",)}  # fmt: skip
 
 
 def first_points(space: KnobSpace, bottleneck: str) -> list[dict[str, int]]:

@@ -32,12 +32,12 @@ from typing import Literal
 
 from beamsearch.records.schema import Attempt, Diagnosis, Kernel
 
-KnobKind = Literal["block", "warps", "stages", "grid", "loads", "loop_stages", "unroll", "maxnreg"]
+KnobKind = Literal["block", "warps", "stages", "grid", "loads", "loop_stages", "unroll", "math", "maxnreg"]
 TRITON_DEFAULTS = {"num_warps": 4, "num_stages": 3}
 # The launch knobs the tuner proposes moves of; the other kinds are knob-space moves only (``knob_moves.find_moves``).
 LAUNCH_KINDS = ("block", "warps", "stages", "grid")
 # The knobs that rewrite a jit function's code, not a literal: ``knob_moves.apply_moves`` writes them, ``apply`` refuses.
-CODE_KINDS = ("loads", "loop_stages", "unroll")
+CODE_KINDS = ("loads", "loop_stages", "unroll", "math")
 LIMITS = {"block": (1, 8192), "warps": (1, 16), "stages": (1, 6), "grid": (0, 1)}
 # Multipliers per knob kind for each bottleneck; stages move by +-1; the grid knob goes 0 -> 1 (swapped).
 MOVES: dict[str, dict[KnobKind, list[float]]] = {
