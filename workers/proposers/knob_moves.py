@@ -60,14 +60,14 @@ else:
 
 
 def find_moves(source: str, maxnreg: bool = False) -> list[Knob]:
-    """The knobs beyond a launch's blocks, warps, stages and grid, each a rewrite that leaves what the kernel
-    computes alone: every jit function's ``tl.load`` hint (``loads``: one knob for all its loads,
+    """The knobs beyond a launch's blocks, warps, stages and grid, each a rewrite (all but ``math`` leave what
+    the kernel computes alone): every jit function's ``tl.load`` hint (``loads``: one knob for all its loads,
     ``LOAD_HINTS``), each of its loops' own ``num_stages`` (``loop_stages``: a ``range``/``tl.range`` loop;
     a ``tl.static_range`` one is unrolled before compiling), its loops' ``loop_unroll_factor`` (``unroll``,
     one knob for them all, where they agree), its precise transcendental calls (``math``: 0 as written, 1
-    libdevice's fast approximations, ``FAST_MATH``), and with ``maxnreg`` (a run on an NVIDIA GPU) each launch's register cap. A load or loop that passes one of
-    these in a way the rewrite cannot read (a name, a positional option, ``*args``) keeps its function's
-    knob out. Loads and loops need Triton's language imported under a name (``tl``). Empty if ``source``
+    libdevice's fast approximations, ``FAST_MATH``), and with ``maxnreg`` (a run on an NVIDIA GPU) each
+    launch's register cap. A load or loop that passes one of these in a way the rewrite cannot read (a
+    name, a positional option, ``*args``) keeps its function's knob out. Loads and loops need Triton's language imported under a name (``tl``). Empty if ``source``
     does not parse."""
     try:
         tree = ast.parse(source)
