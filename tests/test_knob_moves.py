@@ -295,3 +295,25 @@ def test_fast_math_passes_the_verifier_on_the_interpreter(tmp_path: Path) -> Non
         path.write_text(source)
         verdict = verify_kernel(spec, str(path))
         assert verdict.passed, f"{name}: {verdict.status}: {verdict.reason}\n{verdict.traceback[-2000:]}"
+
+
+def test_fast_math_that_fails_is_ruled_out_after_two_strikes() -> None:
+    """On an H200, a libdevice without one fast function failed 25 of a search's 96 candidates: every point
+    holding fast math failed alike, so two failures (one the start with fast math alone) rule it out."""
+    space = space_of(MATHS, moves=True, shared_bytes=H200_SHARED)
+    searcher = Searcher(space, seed=0, budget=50)
+    start, fast = space.start(), {"logs_kernel:math": 1}
+    error = "compile_failed: AttributeError(\"module 'libdevice' has no attribute 'fast_logf'\")"
+    searcher.observe(start, 1.0)
+    searcher.observe(start | {"logs_kernel:BLOCK": 128}, 1.1)
+    searcher.observe(start | fast, None, error)
+    assert any(p["logs_kernel:math"] == 1 for p in searcher.suggest(40))  # one strike: still tried
+    searcher.observe(start | {"logs_kernel:BLOCK": 128} | fast, None, error)
+    assert not any(p["logs_kernel:math"] == 1 for p in searcher.suggest(40))
+    # a resource failure of a fast-math point blames no value
+    other = Searcher(space, seed=0, budget=50)
+    other.observe(start, 1.0)
+    other.observe(start | {"logs_kernel:BLOCK": 128}, 1.1)
+    for p in (start | fast, start | {"logs_kernel:BLOCK": 128} | fast):
+        other.observe(p, None, "compile_failed: out of resource: shared memory")
+    assert any(p["logs_kernel:math"] == 1 for p in other.suggest(40))

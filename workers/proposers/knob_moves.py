@@ -34,11 +34,10 @@ MAXNREG = [0, 64, 96, 128]  # registers a thread may take; 0: no cap (ptxas's ch
 # The ``math`` knob: 0 the function's transcendental calls as written, 1 each replaced by libdevice's fast
 # approximation (a special-function-unit instruction or two in place of a polynomial of dozens: a kernel
 # that computes two logs an element is compute-bound with the precise ones). Errors of a few ulp, growing
-# with the argument for exp and tanh. tl.exp is approximate already; tl.log, tl.log2 and libdevice's exp
-# are not.
+# with the argument for exp. tl.exp is approximate already; tl.log, tl.log2 and libdevice's exp are not.
+# No tanh: Triton 3.6's CUDA libdevice has no fast_tanhf (a search on an H200 failed every such candidate).
 MATH = [0, 1]
-FAST_MATH = {"log": "fast_logf", "log2": "fast_log2f", "log10": "fast_log10f", "exp": "fast_expf",
-             "exp10": "fast_exp10f", "tanh": "fast_tanhf"}  # fmt: skip
+FAST_MATH = {"log": "fast_logf", "log2": "fast_log2f", "log10": "fast_log10f", "exp": "fast_expf", "exp10": "fast_exp10f"}
 PRECISE_IN_TRITON = ("log", "log2")  # of FAST_MATH, what tl and tl.math compute precisely; libdevice's all
 FAST_MATH_NAME = "fast_math"
 # Written once above the kernels by the math knob. Triton's interpreter runs no libdevice call (they return
@@ -52,7 +51,6 @@ if os.environ.get("TRITON_INTERPRET") == "1":
         fast_log10f=lambda x: {tl}.math.log2(x) * 0.30102999566398120,
         fast_expf=lambda x: {tl}.math.exp(x),
         fast_exp10f=lambda x: {tl}.math.exp2(x * 3.3219280948873623),
-        fast_tanhf=lambda x: 1.0 - 2.0 / ({tl}.math.exp(2.0 * x) + 1.0),
     )
 else:
     from triton.language.extra import libdevice as fast_math

@@ -179,11 +179,18 @@ class Searcher:
             return
         if o.time_ms is not None:
             self._wrong_values.correct(index)
-        elif o.failure and is_wrong_output(o.failure):
+        elif o.failure and (is_wrong_output(o.failure) or self._approximation_failed(index, o.failure)):
             if index == self._wrong_values.start:  # the root's own point went wrong: trust no value
                 self._learn_wrong_values()
             else:
                 self._wrong_values.wrong(index)
+
+    def _approximation_failed(self, index: Index, failure: str) -> bool:
+        """Whether a point with fast math (a ``math`` knob off its start) failed other than for a resource or
+        its grid: a library without the function, or values past the tolerance, fail every point that holds
+        it, so its value is blamed as an unwritten output's is (``_WrongValues``)."""
+        return not (is_resource_failure(failure) or is_grid_failure(failure)) and any(
+            kind == "math" and v != s for kind, v, s in zip(self._kinds, index, self._wrong_values.start, strict=True))
 
     def same_code(self, a: dict[str, int], b: dict[str, int]) -> None:
         """Learn that points ``a`` and ``b`` compiled to the same code. Where they differ only in one
