@@ -262,32 +262,43 @@ def test_first_points_try_fast_math_early_where_the_sms_are_the_limit() -> None:
     assert start | {"logs_kernel:math": 1} in first_points(space, "memory")  # later, never left out
 
 
-@pytest.mark.slow
-def test_fast_math_passes_the_verifier_on_the_interpreter(tmp_path: Path) -> None:
-    """Inductor's KL divergence (two precise logs an element, recorded on the CPU), as written and its logs made
-    fast: on the interpreter the precise functions stand in for libdevice's, so this checks the rewrite, not
-    the error. As written it calls libdevice.isnan (torch's xlogy), which tl.math lacks: the seed's own
-    stand-in runs it there."""
+def _kl_div_seed(folder: Path) -> str:
+    """The compiler seed of Inductor's KL divergence recorded on the CPU (two precise logs an element), every
+    block 1."""
     import json
     import shutil
 
     from tests.conftest import DATA
-    from workers.harness.verify import verify_kernel
     from workers.proposers.compile_seed import seed_from_recording
     from workers.proposers.inductor_code import parse_output_code
 
-    recording = tmp_path / "kl_div_problem"
+    recording = folder / "kl_div_problem"
     shutil.copytree(DATA / "inductor_small" / "kl_div_problem", recording)
     kernels = parse_output_code((recording / "output_code.py").read_text()).kernels
     chosen = {name: {"config": dict.fromkeys(k.constexprs, 1) | {"num_warps": 4, "num_stages": 1}}
               for name, k in kernels.items()}  # fmt: skip
     (recording / "chosen_configs.json").write_text(json.dumps(chosen))
-    seed = seed_from_recording(recording).source
+    return seed_from_recording(recording).source
+
+
+def _with_fast_math(seed: str) -> str:
     space = space_of(seed, moves=True, shared_bytes=H200_SHARED)
-    assert "libdevice.isnan(" in seed
     point = {d.name: 1 for d in space.dims if d.kind == "math"}
     assert point, [d.name for d in space.dims]
-    fast = render(seed, space, point)
+    return render(seed, space, point)
+
+
+@pytest.mark.slow
+def test_fast_math_passes_the_verifier_on_the_interpreter(tmp_path: Path) -> None:
+    """Inductor's KL divergence, as written and its logs made fast: on the interpreter the precise functions
+    stand in for libdevice's, so this checks the rewrite, not the error. As written it calls
+    libdevice.isnan (torch's xlogy), which tl.math lacks: the seed's own stand-in runs it there."""
+    from tests.conftest import DATA
+    from workers.harness.verify import verify_kernel
+
+    seed = _kl_div_seed(tmp_path)
+    assert "libdevice.isnan(" in seed
+    fast = _with_fast_math(seed)
     assert fast.count("fast_math.fast_logf(") == 2
     spec = RunSpec(problem_path=str(DATA / "kl_div_problem.py"), shapes="small", device="cpu", dtype="bf16")
     for name, source in (("seed", seed), ("fast", fast)):
@@ -295,6 +306,43 @@ def test_fast_math_passes_the_verifier_on_the_interpreter(tmp_path: Path) -> Non
         path.write_text(source)
         verdict = verify_kernel(spec, str(path))
         assert verdict.passed, f"{name}: {verdict.status}: {verdict.reason}\n{verdict.traceback[-2000:]}"
+
+
+# Every function the math knob makes fast, through libdevice.
+EVERY_FAST_FUNCTION = MATHS.replace(
+    "y = tl.log(x) + tl.math.log2(x) + tl_math.log(x) + libdevice.exp(x) + tl.exp(x)",
+    "y = libdevice.log(x) + libdevice.log2(x) + libdevice.log10(x) + libdevice.exp(x) + libdevice.exp10(x)")
+
+
+@pytest.mark.gpu
+def test_every_fast_function_exists_on_the_gpu_and_fast_math_verifies(tmp_path: Path) -> None:
+    """The GPU's libdevice has every ``FAST_MATH`` function (Triton's CUDA libdevice lacks some the generic
+    module lists), their values are near the precise ones, and the KL divergence's seed with fast logs
+    passes the verifier on the GPU."""
+    import importlib.util
+
+    import torch
+
+    from tests.conftest import DATA
+    from workers.harness.verify import verify_kernel
+    from workers.proposers.knob_moves import FAST_MATH
+
+    fast = _with_fast_math(EVERY_FAST_FUNCTION)
+    assert all(f"fast_math.{name}(" in fast for name in FAST_MATH.values())
+    path = tmp_path / "every_fast.py"
+    path.write_text(fast)
+    spec = importlib.util.spec_from_file_location("every_fast", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    x = torch.linspace(0.1, 0.5, 1000, device="cuda")  # exp of the sum stays finite
+    got = module.kernel_function(x)
+    want = torch.exp(x.log() + x.log2() + x.log10() + x.exp() + torch.pow(10.0, x))  # then exp_kernel's tl.exp
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=0)
+    path = tmp_path / "kl_fast.py"
+    path.write_text(_with_fast_math(_kl_div_seed(tmp_path)))
+    spec = RunSpec(problem_path=str(DATA / "kl_div_problem.py"), shapes="small", device="cuda", dtype="bf16")
+    verdict = verify_kernel(spec, str(path))
+    assert verdict.passed, f"{verdict.status}: {verdict.reason}"
 
 
 def test_fast_math_that_fails_is_ruled_out_after_two_strikes() -> None:
