@@ -31,29 +31,40 @@ LOADS_AS_WRITTEN = -1
 LOOP_STAGES = [0, 1, 2, 3, 4]  # a loop's own num_stages; 0: none (the launch's num_stages applies)
 UNROLL = [1, 2, 4]  # a loop's loop_unroll_factor; Triton unrolls nothing below 2, so 1 is the loop as written
 MAXNREG = [0, 64, 96, 128]  # registers a thread may take; 0: no cap (ptxas's choice, up to 255)
-# The ``math`` knob: 0 the function's transcendental calls as written, 1 each replaced by libdevice's fast
+# The ``math`` knob: 0 the function's transcendental calls as written, 1 each replaced by a fast
 # approximation (a special-function-unit instruction or two in place of a polynomial of dozens: a kernel
-# that computes two logs an element is compute-bound with the precise ones). Errors of a few ulp, growing
-# with the argument for exp. tl.exp is approximate already; tl.log, tl.log2 and libdevice's exp are not.
-# No tanh: Triton 3.6's CUDA libdevice has no fast_tanhf (a search on an H200 failed every such candidate).
+# that computes two logs an element is compute-bound with the precise ones): libdevice's ``fast_*``, and
+# PTX's ``tanh.approx`` (CUDA's libdevice has no fast tanh). Errors of a few ulp, growing with the argument
+# for exp; tanh's relative error is about 2^-11. tl.exp is approximate already; tl.log, tl.log2 and
+# libdevice's exp are not.
 MATH = [0, 1]
-FAST_MATH = {"log": "fast_logf", "log2": "fast_log2f", "log10": "fast_log10f", "exp": "fast_expf", "exp10": "fast_exp10f"}
+FAST_MATH = {"log": "fast_logf", "log2": "fast_log2f", "log10": "fast_log10f", "exp": "fast_expf",
+             "exp10": "fast_exp10f", "tanh": "fast_tanhf"}  # fmt: skip
 PRECISE_IN_TRITON = ("log", "log2")  # of FAST_MATH, what tl and tl.math compute precisely; libdevice's all
-FAST_MATH_NAME = "fast_math"
-# Written once above the kernels by the math knob. Triton's interpreter runs no libdevice call (they return
-# None there), so on the CPU the precise functions stand in: the rewrite is checked there, its speed and
-# error only on a GPU. Lambdas, so the interpreter's patched tl.math is looked up at each call.
-_FAST_MATH_HEADER = """# Fast approximate transcendentals (the math knob): libdevice's on a GPU, precise stand-ins on Triton's interpreter.
+# Written once under the imports by the math knob: the fast functions as module globals, which Triton's
+# compiler takes (a builtin, a jit function). Triton's interpreter runs neither libdevice's calls (they
+# return None there) nor inline PTX, so on the CPU the precise functions stand in: the rewrite is checked
+# there, its speed and error only on a GPU. Lambdas, so the interpreter's patched tl.math is looked up at
+# each call.
+_FAST_MATH_HEADER = """# Fast approximate transcendentals (the math knob): libdevice's and PTX's on a GPU, precise stand-ins on
+# Triton's interpreter.
 if os.environ.get("TRITON_INTERPRET") == "1":
-    fast_math = types.SimpleNamespace(
-        fast_logf=lambda x: {tl}.math.log(x),
-        fast_log2f=lambda x: {tl}.math.log2(x),
-        fast_log10f=lambda x: {tl}.math.log2(x) * 0.30102999566398120,
-        fast_expf=lambda x: {tl}.math.exp(x),
-        fast_exp10f=lambda x: {tl}.math.exp2(x * 3.3219280948873623),
-    )
+    fast_logf = lambda x: {tl}.math.log(x)  # noqa: E731
+    fast_log2f = lambda x: {tl}.math.log2(x)  # noqa: E731
+    fast_log10f = lambda x: {tl}.math.log2(x) * 0.30102999566398120  # noqa: E731
+    fast_expf = lambda x: {tl}.math.exp(x)  # noqa: E731
+    fast_exp10f = lambda x: {tl}.math.exp2(x * 3.3219280948873623)  # noqa: E731
+    fast_tanhf = lambda x: 1.0 - 2.0 / ({tl}.math.exp(2.0 * x) + 1.0)  # noqa: E731
 else:
-    from triton.language.extra import libdevice as fast_math
+    from triton.language.extra import libdevice as _libdevice
+
+    fast_logf, fast_log2f, fast_log10f = _libdevice.fast_logf, _libdevice.fast_log2f, _libdevice.fast_log10f
+    fast_expf, fast_exp10f = _libdevice.fast_expf, _libdevice.fast_exp10f
+
+    @triton.jit
+    def fast_tanhf(x):
+        return {tl}.inline_asm_elementwise("tanh.approx.f32 $0, $1;", "=f,f", [x], dtype={tl}.float32, is_pure=True,
+                                           pack=1)
 """
 
 
@@ -74,8 +85,8 @@ def find_moves(source: str, maxnreg: bool = False) -> list[Knob]:
     jits = jit_functions(tree)
     lang = _language_name(tree)
     math_modules = _math_modules(tree, lang) if lang is not None else {}
-    # A name ``fast_math`` the module binds itself would be shadowed by the header the knob writes.
-    foreign_fast_math = FAST_MATH_NAME in source and _FAST_MATH_HEADER.format(tl=lang) not in source
+    # A fast function's name the module binds itself would be shadowed by the header the knob writes.
+    foreign_fast_math = any(name in source for name in FAST_MATH.values()) and _FAST_MATH_HEADER.format(tl=lang) not in source
     knobs: list[Knob] = []
     for func in tree.body if lang is not None else []:
         if not (isinstance(func, ast.FunctionDef) and func.name in jits):
@@ -205,7 +216,7 @@ def _apply_code(source: str, knob: Knob, value: int) -> str:
         if value == 1:
             for call in _precise_math_calls(func, _math_modules(tree, lang)):
                 edits.append(((call.func.lineno, call.func.col_offset), (call.func.end_lineno, call.func.end_col_offset),
-                              f"{FAST_MATH_NAME}.{FAST_MATH[call.func.attr]}"))  # fmt: skip
+                              FAST_MATH[call.func.attr]))  # fmt: skip
     elif knob.kind == "loads":
         for call in _loads(func, lang):
             if value != LOADS_AS_WRITTEN:
@@ -268,7 +279,7 @@ def _with_fast_math_header(source: str, lang: str) -> str:
         return source
     tree = ast.parse(source)
     imported = {a.asname or a.name for n in tree.body if isinstance(n, ast.Import) for a in n.names}
-    needed = "".join(f"import {m}\n" for m in ("os", "types") if m not in imported)
+    needed = "".join(f"import {m}\n" for m in ("os", "triton") if m not in imported)
     last = max((n.end_lineno for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))), default=0)
     lines = source_lines(source)
     return "".join(lines[:last]) + needed + "\n" + header + "".join(lines[last:])
