@@ -33,14 +33,15 @@ UNROLL = [1, 2, 4]  # a loop's loop_unroll_factor; Triton unrolls nothing below 
 MAXNREG = [0, 64, 96, 128]  # registers a thread may take; 0: no cap (ptxas's choice, up to 255)
 # The ``math`` knob: 0 the function's transcendental calls as written, 1 each replaced by a fast
 # approximation (a special-function-unit instruction or two in place of a polynomial of dozens: a kernel
-# that computes two logs an element is compute-bound with the precise ones): libdevice's ``fast_*``, and
-# PTX's ``tanh.approx`` (CUDA's libdevice has no fast tanh). Errors of a few ulp, growing with the argument
-# for exp; tanh's relative error is about 2^-11. tl.exp is approximate already; tl.log, tl.log2 and
-# libdevice's exp are not.
+# that computes two logs an element is compute-bound with the precise ones): libdevice's ``fast_*``, PTX's
+# ``tanh.approx`` (CUDA's libdevice has no fast tanh), and for erf (GELU's) Abramowitz and Stegun's 7.1.26,
+# one fast exp and one division. Errors of a few ulp, growing with the argument for exp; tanh's relative
+# error is about 2^-11, erf's absolute error below 1.5e-7. tl.exp is approximate already; tl.log, tl.log2,
+# tl.erf and libdevice's exp are not.
 MATH = [0, 1]
 FAST_MATH = {"log": "fast_logf", "log2": "fast_log2f", "log10": "fast_log10f", "exp": "fast_expf",
-             "exp10": "fast_exp10f", "tanh": "fast_tanhf"}  # fmt: skip
-PRECISE_IN_TRITON = ("log", "log2")  # of FAST_MATH, what tl and tl.math compute precisely; libdevice's all
+             "exp10": "fast_exp10f", "tanh": "fast_tanhf", "erf": "fast_erff"}  # fmt: skip
+PRECISE_IN_TRITON = ("log", "log2", "erf")  # of FAST_MATH, what tl and tl.math compute precisely; libdevice's all
 # Written once under the imports by the math knob: the fast functions as module globals, which Triton's
 # compiler takes (a builtin, a jit function). Triton's interpreter runs neither libdevice's calls (they
 # return None there) nor inline PTX, so on the CPU the precise functions stand in: the rewrite is checked
@@ -55,6 +56,7 @@ if os.environ.get("TRITON_INTERPRET") == "1":
     fast_expf = lambda x: {tl}.math.exp(x)  # noqa: E731
     fast_exp10f = lambda x: {tl}.math.exp2(x * 3.3219280948873623)  # noqa: E731
     fast_tanhf = lambda x: 1.0 - 2.0 / ({tl}.math.exp(2.0 * x) + 1.0)  # noqa: E731
+    fast_erff = lambda x: {tl}.math.erf(x)  # noqa: E731
 else:
     from triton.language.extra import libdevice as _libdevice
 
@@ -65,6 +67,15 @@ else:
     def fast_tanhf(x):
         return {tl}.inline_asm_elementwise("tanh.approx.f32 $0, $1;", "=f,f", [x], dtype={tl}.float32, is_pure=True,
                                            pack=1)
+
+    @triton.jit
+    def fast_erff(x):
+        # Abramowitz and Stegun 7.1.26: one exp (ex2.approx) and one division (div.full)
+        a = {tl}.abs(x)
+        t = 1.0 / (1.0 + 0.3275911 * a)
+        p = ((((1.061405429 * t - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t
+        y = 1.0 - p * {tl}.exp(-a * a)
+        return {tl}.where(x < 0, -y, y)
 """
 
 
