@@ -230,6 +230,9 @@ def result_line(s: Summary) -> str:
                  f"{100 * max(t.spread or 0.0 for t in wandered):.0f} %)")
     if s.slower_than_best_baseline and s.loss_reason:
         line += f". Why slower: {s.loss_reason}"
+    if s.approximate_math:
+        line += (". It computes with fast approximate transcendentals (the math knob): verified within the problem's "
+                 "tolerance on fresh inputs, not equal to the precise functions' values")  # fmt: skip
     if not on_gpu:
         line += ". A CPU run: no GPU baseline or floor to compare with, only the input kernel"
     return line

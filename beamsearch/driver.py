@@ -60,6 +60,7 @@ from beamsearch.records.state import (
     TaskResult,
 )
 from beamsearch.trace import RESULT_FILE, TraceWriter
+from workers.proposers.knob_moves import uses_fast_math
 from workers.proposers.searcher import Searcher
 
 MODEL_ORIGINS = ("llm", "replay")  # kernels whose knobs a portfolio round tunes beside the model's proposals
@@ -535,6 +536,7 @@ class Driver:
             wall_s=self._elapsed(), gpu_measure_s=sum(r.gpu_measure_s for r in state.rounds),
             stop_reason=self.stop_reason, not_tried=not_tried, setup_s=state.setup_s, search_s=self._search_s(),
             compiler_seed=seed.said if seed else "", slower_than_best_baseline=slower, loss_reason=why,
+            approximate_math=best is not None and uses_fast_math(best.kernel.source),
             warnings=warnings, models=self.models.table(),
         )  # fmt: skip
         self.trace.write_final(summary, best.kernel.source if best else None)

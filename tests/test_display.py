@@ -210,3 +210,12 @@ def test_the_compiler_seeds_events_name_the_variant_and_the_time() -> None:
         "compiler seed compiler-seed-cd: unavailable: extern kernels (mm)",
         "compiler seed: in the beam at 1.351 ms",
     ]
+
+
+def test_a_result_with_fast_approximate_math_says_so() -> None:
+    from beamsearch.display import result_line
+
+    line = result_line(_summary(best_ms=1.0, speedup_vs_best_baseline=1.302, approximate_math=True))
+    assert line.endswith(". It computes with fast approximate transcendentals (the math knob): verified within the "
+                         "problem's tolerance on fresh inputs, not equal to the precise functions' values")  # fmt: skip
+    assert "approximate" not in result_line(_summary(best_ms=1.0, speedup_vs_best_baseline=1.302))

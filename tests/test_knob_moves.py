@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from beamsearch.records.schema import RunSpec
-from workers.proposers.knob_moves import apply_moves, find_moves
+from workers.proposers.knob_moves import apply_moves, find_moves, uses_fast_math
 from workers.proposers.knob_space import describe, points_within_limits, render, space_of
 from workers.proposers.searcher import Searcher, first_points
 from workers.proposers.tuner import apply, find_knobs
@@ -247,6 +247,7 @@ def test_the_math_knob_makes_precise_transcendentals_fast_and_writes_its_header_
     assert fast.count("from triton.language.extra import libdevice as _libdevice") == 1
     assert fast.count("import os\n") == 1 and fast.count("import triton\n") == 1
     assert "logs_kernel:math" not in moves(fast)  # nothing precise is left to make fast
+    assert uses_fast_math(fast) and not uses_fast_math(MATHS)  # what the run's summary says of its best
     assert render(MATHS, space, {"logs_kernel:math": 0}) == MATHS
     assert describe(space, {"logs_kernel:math": 1}) == "logs_kernel:math as written -> fast"
     # A module-level name of the header's own would be shadowed by it: no knob.

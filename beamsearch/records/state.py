@@ -414,6 +414,8 @@ class Summary(Record):
     slower_than_best_baseline: bool | None = Field(None, description="the best kernel is slower than the best "
                                                    "baseline; None where there is no bar (a CPU run, no baseline)")
     loss_reason: str = Field("", description="why the best kernel is slower than the best baseline, where known")
+    approximate_math: bool = Field(False, description="the best kernel computes with the math knob's fast "
+                                   "approximate transcendentals: within the problem's tolerance, not the precise values")
     warnings: list[str] = Field([], description="what a reader of the result must not miss: a search that tried "
                                 "no candidate")
     not_tried: list[str] = Field([], description="handed-back kernels still waiting for a place when the run stopped")  # fmt: skip

@@ -47,6 +47,7 @@ PRECISE_IN_TRITON = ("log", "log2", "erf")  # of FAST_MATH, what tl and tl.math 
 # return None there) nor inline PTX, so on the CPU the precise functions stand in: the rewrite is checked
 # there, its speed and error only on a GPU. Lambdas, so the interpreter's patched tl.math is looked up at
 # each call.
+FAST_MATH_MARK = "# Fast approximate transcendentals (the math knob)"  # the header's opening words
 _FAST_MATH_HEADER = """# Fast approximate transcendentals (the math knob): libdevice's and PTX's on a GPU, precise stand-ins on
 # Triton's interpreter.
 if os.environ.get("TRITON_INTERPRET") == "1":
@@ -77,6 +78,12 @@ else:
         y = 1.0 - p * {tl}.exp(-a * a)
         return {tl}.where(x < 0, -y, y)
 """
+
+
+def uses_fast_math(source: str) -> bool:
+    """Whether a kernel's source holds the math knob's fast functions (its header, which the knob writes
+    with them): its values are within the approximations' error of the precise functions', not equal."""
+    return FAST_MATH_MARK in source
 
 
 def find_moves(source: str, maxnreg: bool = False) -> list[Knob]:
