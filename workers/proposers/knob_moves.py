@@ -92,10 +92,10 @@ def find_moves(source: str, maxnreg: bool = False) -> list[Knob]:
     ``LOAD_HINTS``), each of its loops' own ``num_stages`` (``loop_stages``: a ``range``/``tl.range`` loop;
     a ``tl.static_range`` one is unrolled before compiling), its loops' ``loop_unroll_factor`` (``unroll``,
     one knob for them all, where they agree), its precise transcendental calls (``math``: 0 as written, 1
-    libdevice's fast approximations, ``FAST_MATH``), and with ``maxnreg`` (a run on an NVIDIA GPU) each
-    launch's register cap. A load or loop that passes one of these in a way the rewrite cannot read (a
-    name, a positional option, ``*args``) keeps its function's knob out. Loads and loops need Triton's language imported under a name (``tl``). Empty if ``source``
-    does not parse."""
+    fast approximations, ``FAST_MATH``), and with ``maxnreg`` (a run on an NVIDIA GPU) each launch's
+    register cap. A load or loop that passes one of these in a way the rewrite cannot read (a name, a
+    positional option, ``*args``) keeps its function's knob out. Loads and loops need Triton's language
+    imported under a name (``tl``). Empty if ``source`` does not parse."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -104,7 +104,8 @@ def find_moves(source: str, maxnreg: bool = False) -> list[Knob]:
     lang = _language_name(tree)
     math_modules = _math_modules(tree, lang) if lang is not None else {}
     # A fast function's name the module binds itself would be shadowed by the header the knob writes.
-    foreign_fast_math = any(name in source for name in FAST_MATH.values()) and _FAST_MATH_HEADER.format(tl=lang) not in source
+    foreign_fast_math = (any(name in source for name in FAST_MATH.values())
+                         and _FAST_MATH_HEADER.format(tl=lang) not in source)  # fmt: skip
     knobs: list[Knob] = []
     for func in tree.body if lang is not None else []:
         if not (isinstance(func, ast.FunctionDef) and func.name in jits):
@@ -278,8 +279,8 @@ def _math_modules(tree: ast.Module, lang: str) -> dict[str, bool]:
 
 
 def _precise_math_calls(func: ast.FunctionDef, modules: dict[str, bool]) -> list[ast.Call]:
-    """``func``'s calls of a transcendental that libdevice has a fast approximation of (``FAST_MATH``) and
-    that its module computes precisely, in source order."""
+    """``func``'s calls of a transcendental the knob has a fast approximation of (``FAST_MATH``) that its
+    module computes precisely, in source order."""
     calls = []
     for n in ast.walk(func):
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in FAST_MATH:
