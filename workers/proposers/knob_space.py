@@ -20,7 +20,7 @@ Legal values:
   approximations (``"<fn>:math"``: 0 as written, 1 fast; the one move that changes the values computed,
   within the approximations' error, which the verifier judges) and, on a GPU only (``shared_bytes`` given), each
   launch's ``maxnreg`` (0 no cap, 64, 96, 128). They come after the launch knobs, in source order, on a
-  GPU (``space_of(moves=True/False)`` to say otherwise): they make the bundled problems' spaces 4 to 2,000
+  GPU (``space_of(moves=True/False)`` to say otherwise): they make the bundled problems' spaces 4 to 2,400
   times larger, which paid on a GPU side by side (``scripts/knob_moves_bench.py``, docs/optimiser.md), and
   on the CPU, whose interpreter ignores them all, every one would be a candidate that cannot differ.
 
