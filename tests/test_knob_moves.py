@@ -312,7 +312,7 @@ def test_fast_math_passes_the_verifier_on_the_interpreter(tmp_path: Path) -> Non
 EVERY_FAST_FUNCTION = MATHS.replace(
     "y = tl.log(x) + tl.math.log2(x) + tl_math.log(x) + libdevice.exp(x) + tl.exp(x)",
     "y = libdevice.log(x) + libdevice.log2(x) + libdevice.log10(x) + libdevice.exp(x) + libdevice.exp10(x)"
-    " + libdevice.tanh(x) + libdevice.erf(x)")
+    " + libdevice.tanh(x) + libdevice.erf(x) + libdevice.log1p(x) + libdevice.expm1(x)")
 # What it computes (exp_kernel's tl.exp of the sum), between 0.1 and 0.5, where the sum's exp stays finite.
 EVERY_FAST_CHECK = """
 import importlib.util, sys, torch
@@ -320,7 +320,8 @@ spec = importlib.util.spec_from_file_location("every_fast", sys.argv[1])
 module = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(module)
 x = torch.linspace(0.1, 0.5, 1000, device=sys.argv[2])
-want = torch.exp(x.log() + x.log2() + x.log10() + x.exp() + torch.pow(10.0, x) + x.tanh() + torch.erf(x))
+want = torch.exp(x.log() + x.log2() + x.log10() + x.exp() + torch.pow(10.0, x) + x.tanh() + torch.erf(x)
+                 + x.log1p() + x.expm1())
 torch.testing.assert_close(module.kernel_function(x), want, rtol=1e-4, atol=0)
 """
 

@@ -35,12 +35,14 @@ MAXNREG = [0, 64, 96, 128]  # registers a thread may take; 0: no cap (ptxas's ch
 # approximation (a special-function-unit instruction or two in place of a polynomial of dozens: a kernel
 # that computes two logs an element is compute-bound with the precise ones): libdevice's ``fast_*``, PTX's
 # ``tanh.approx`` (CUDA's libdevice has no fast tanh), and for erf (GELU's) Abramowitz and Stegun's 7.1.26,
-# one fast exp and one division. Errors of a few ulp, growing with the argument for exp; tanh's relative
-# error is about 2^-11, erf's absolute error below 1.5e-7. tl.exp is approximate already; tl.log, tl.log2,
+# one fast exp and one division; log1p and expm1 (softplus's, ELU's) as the fast log of 1 + x and the fast
+# exp less 1. Errors of a few ulp, growing with the argument for exp; tanh's relative error is about 2^-11,
+# erf's absolute error below 1.5e-7, log1p's and expm1's about 1e-7 absolute (relative, large near 0). tl.exp is approximate already; tl.log, tl.log2,
 # tl.erf and libdevice's exp are not.
 MATH = [0, 1]
 FAST_MATH = {"log": "fast_logf", "log2": "fast_log2f", "log10": "fast_log10f", "exp": "fast_expf",
-             "exp10": "fast_exp10f", "tanh": "fast_tanhf", "erf": "fast_erff"}  # fmt: skip
+             "exp10": "fast_exp10f", "tanh": "fast_tanhf", "erf": "fast_erff", "log1p": "fast_log1pf",
+             "expm1": "fast_expm1f"}  # fmt: skip
 PRECISE_IN_TRITON = ("log", "log2", "erf")  # of FAST_MATH, what tl and tl.math compute precisely; libdevice's all
 # Written once under the imports by the math knob: the fast functions as module globals, which Triton's
 # compiler takes (a builtin, a jit function). Triton's interpreter runs neither libdevice's calls (they
@@ -58,6 +60,8 @@ if os.environ.get("TRITON_INTERPRET") == "1":
     fast_exp10f = lambda x: {tl}.math.exp2(x * 3.3219280948873623)  # noqa: E731
     fast_tanhf = lambda x: 1.0 - 2.0 / ({tl}.math.exp(2.0 * x) + 1.0)  # noqa: E731
     fast_erff = lambda x: {tl}.math.erf(x)  # noqa: E731
+    fast_log1pf = lambda x: {tl}.math.log(1.0 + x)  # noqa: E731
+    fast_expm1f = lambda x: {tl}.math.exp(x) - 1.0  # noqa: E731
 else:
     from triton.language.extra import libdevice as _libdevice
 
@@ -77,6 +81,14 @@ else:
         p = ((((1.061405429 * t - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t
         y = 1.0 - p * {tl}.exp(-a * a)
         return {tl}.where(x < 0, -y, y)
+
+    @triton.jit
+    def fast_log1pf(x):
+        return _libdevice.fast_logf(1.0 + x)
+
+    @triton.jit
+    def fast_expm1f(x):
+        return _libdevice.fast_expf(x) - 1.0
 """
 
 
