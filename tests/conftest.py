@@ -54,3 +54,28 @@ def detached_left(monkeypatch: pytest.MonkeyPatch) -> Callable[[], list[int]]:
         return found
 
     return left
+
+
+def small_seed(name: str, block: int | dict[str, int], folder: Path) -> str:
+    """The seed of a CPU recording in ``tests/data/inductor_small`` with one config for every kernel (the CPU
+    path has no autotuner): ``block`` for every block constexpr, or a value per constexpr name."""
+    import json
+    import shutil
+
+    from workers.proposers.compile_seed import seed_from_recording
+    from workers.proposers.inductor_code import parse_output_code
+
+    recording = folder / name
+    shutil.copytree(DATA / "inductor_small" / name, recording)
+    module = parse_output_code((recording / "output_code.py").read_text())
+    chosen = {
+        kernel: {
+            "config": {c: block if isinstance(block, int) else block[c] for c in k.constexprs}
+            | {"num_warps": 4, "num_stages": 1}
+        }
+        for kernel, k in module.kernels.items()
+    }
+    (recording / "chosen_configs.json").write_text(json.dumps(chosen))
+    result = seed_from_recording(recording)
+    assert result.available, result.unavailable
+    return result.source

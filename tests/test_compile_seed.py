@@ -20,6 +20,7 @@ import torch
 
 from beamsearch.records.problems import resolve_problem
 from beamsearch.records.schema import RunSpec
+from tests.conftest import small_seed as _small_seed
 from workers.harness.verify import verify_kernel
 from workers.proposers.compile_seed import seed_from_inductor, seed_from_recording
 from workers.proposers.inductor_code import parse_output_code
@@ -199,25 +200,6 @@ def test_a_block_that_does_not_divide_an_unmasked_axis_is_refused(tmp_path: Path
     assert "[(393216, 'R0_BLOCK'), (4096, 'XBLOCK')]" in reduction
     masked = _small_seed("26_GELU_", 64, tmp_path)  # 3000 elements: masked, any block goes
     assert "_grid(meta, [(3000, 'XBLOCK')], [])" in masked
-
-
-def _small_seed(name: str, block: int | dict[str, int], folder: Path) -> str:
-    """The small recording's seed with one config for every kernel (the CPU path has no autotuner):
-    ``block`` for every block constexpr, or a value per constexpr name."""
-    recording = folder / name
-    shutil.copytree(SMALL / name, recording)
-    module = parse_output_code((recording / "output_code.py").read_text())
-    chosen = {
-        kernel: {
-            "config": {c: block if isinstance(block, int) else block[c] for c in k.constexprs}
-            | {"num_warps": 4, "num_stages": 1}
-        }
-        for kernel, k in module.kernels.items()
-    }
-    (recording / "chosen_configs.json").write_text(json.dumps(chosen))
-    result = seed_from_recording(recording)
-    assert result.available, result.unavailable
-    return result.source
 
 
 def _verify(name: str, source: str, folder: Path, dtype: str = "bf16") -> None:

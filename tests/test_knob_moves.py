@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from beamsearch.records.schema import RunSpec
+from tests.conftest import small_seed
 from workers.proposers.knob_moves import apply_moves, find_moves, uses_fast_math
 from workers.proposers.knob_space import describe, points_within_limits, render, space_of
 from workers.proposers.searcher import Searcher, first_points
@@ -262,25 +263,6 @@ def test_first_points_try_fast_math_early_where_the_sms_are_the_limit() -> None:
     assert start | {"logs_kernel:math": 1} in first_points(space, "memory")  # later, never left out
 
 
-def _kl_div_seed(folder: Path) -> str:
-    """The compiler seed of Inductor's KL divergence recorded on the CPU (two precise logs an element), every
-    block 1."""
-    import json
-    import shutil
-
-    from tests.conftest import DATA
-    from workers.proposers.compile_seed import seed_from_recording
-    from workers.proposers.inductor_code import parse_output_code
-
-    recording = folder / "kl_div_problem"
-    shutil.copytree(DATA / "inductor_small" / "kl_div_problem", recording)
-    kernels = parse_output_code((recording / "output_code.py").read_text()).kernels
-    chosen = {name: {"config": dict.fromkeys(k.constexprs, 1) | {"num_warps": 4, "num_stages": 1}}
-              for name, k in kernels.items()}  # fmt: skip
-    (recording / "chosen_configs.json").write_text(json.dumps(chosen))
-    return seed_from_recording(recording).source
-
-
 def _with_fast_math(seed: str) -> str:
     space = space_of(seed, moves=True, shared_bytes=H200_SHARED)
     point = {d.name: 1 for d in space.dims if d.kind == "math"}
@@ -296,7 +278,7 @@ def test_fast_math_passes_the_verifier_on_the_interpreter(tmp_path: Path) -> Non
     from tests.conftest import DATA
     from workers.harness.verify import verify_kernel
 
-    seed = _kl_div_seed(tmp_path)
+    seed = small_seed("kl_div_problem", 1, tmp_path)
     assert "libdevice.isnan(" in seed
     fast = _with_fast_math(seed)
     assert fast.count("fast_logf(tmp") == 2
@@ -360,7 +342,7 @@ def test_every_fast_function_exists_on_the_gpu_and_fast_math_verifies(tmp_path: 
                           timeout=300)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     path = tmp_path / "kl_fast.py"
-    path.write_text(_with_fast_math(_kl_div_seed(tmp_path)))
+    path.write_text(_with_fast_math(small_seed("kl_div_problem", 1, tmp_path)))
     spec = RunSpec(problem_path=str(DATA / "kl_div_problem.py"), shapes="small", device="cuda", dtype="bf16")
     verdict = verify_kernel(spec, str(path))
     assert verdict.passed, f"{verdict.status}: {verdict.reason}"
