@@ -26,6 +26,10 @@ from workers.proposers.seed_portfolio import duplicates
 # No portfolio variant starts compiling after this (the default starts first): a GEMM's or a convolution's
 # variants each compile for minutes, and a run's start waited 6.5 of them for seeds no better than the default.
 PORTFOLIO_START_BY_S = 120.0
+# A seed beside the start has this long to be verified, timed and profiled; one not back is a failed seed and
+# its worker restarts. A GEMM's seeds took 40-90 s each, two searches on one GPU; the task timeout (15 minutes)
+# had held a run's start past its whole time limit.
+SEED_MEASURE_TIMEOUT_S = 240.0
 
 Notify = Callable[..., None]  # notify(kind, **data): the run's display's event
 

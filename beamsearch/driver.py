@@ -35,7 +35,7 @@ from beamsearch.beam import (
     select_beam,
 )
 from beamsearch.beam_profiles import BeamProfiles, with_profiles
-from beamsearch.compiler_seeds import passed_seeds, report_kept, seed_kernels
+from beamsearch.compiler_seeds import SEED_MEASURE_TIMEOUT_S, passed_seeds, report_kept, seed_kernels
 from beamsearch.display import Display
 from beamsearch.handback import Handback, proposed_kernel, task_of
 from beamsearch.model_shares import ModelRotation
@@ -149,7 +149,8 @@ class Driver:
         if seeds is None:
             seeds, _ = seed_kernels(state.spec, config, self.pool, self.display.event)
         seen, fastest = {**state.seen}, {**state.fastest_compiled}
-        measured = self._measure_at_start(seeds, config, state.floor, seen, fastest)
+        measured = self._measure_at_start(seeds, config, state.floor, seen, fastest,
+                                          timeout_s=min(config.task_timeout_s, SEED_MEASURE_TIMEOUT_S))  # fmt: skip
         passed = passed_seeds(measured, self.display.event)
         if not passed:
             return
@@ -160,19 +161,25 @@ class Driver:
         self._save()
 
     def _measure_at_start(self, kernels: list[tuple[str, Kernel]], config: SearchConfig, floor: Floor | None,
-                          seen: dict[str, str], fastest: dict[str, tuple[str, float]]) -> list[TaskResult]:  # fmt: skip
+                          seen: dict[str, str], fastest: dict[str, tuple[str, float]],
+                          timeout_s: float | None = None) -> list[TaskResult]:  # fmt: skip
         """Round-0 kernels (the input, the compiler seeds: id and kernel) verified, timed and profiled at once,
-        each by a worker, in the order given: marked in ``seen`` and ``fastest``, traced and shown."""
+        each by a worker, in the order given: marked in ``seen`` and ``fastest``, traced and shown. A kernel
+        not back within ``timeout_s`` (the run's task timeout when None) is a failed result saying so."""
+        timeout_s = config.task_timeout_s if timeout_s is None else timeout_s
         tasks = [Task(id=task_id, round=0, direction=0, parent=BeamEntry(id=task_id, kernel=kernel, ranked_ms=0.0, round=0),
                       spec=self.state.spec, config=config, floor=floor) for task_id, kernel in kernels]  # fmt: skip
-        came = {r.task_id: r for r in self.pool.run(tasks, config.task_timeout_s, method="measure_input",
-                                                    notify=self.display.event)}  # fmt: skip
-        results = []
-        for task in tasks:  # in the order given: of two with the same code, the first keeps it
-            result = mark_same_compiled(mark_duplicate(came[task.id], seen), fastest)
-            self.trace.write_candidate(result, self.problem)
-            self.display.candidate(result)
-            results.append(result)
+        came: dict[str, TaskResult] = {}
+        results: list[TaskResult] = []
+        for arrived in self.pool.run(tasks, timeout_s, method="measure_input", notify=self.display.event):
+            came[arrived.task_id] = arrived
+            # shown as soon as every kernel before it is in, in the order given: of two with the same code,
+            # the first keeps it, and a slow one's wait is seen as it happens
+            while len(results) < len(tasks) and (result := came.get(tasks[len(results)].id)) is not None:
+                result = mark_same_compiled(mark_duplicate(result, seen), fastest)
+                self.trace.write_candidate(result, self.problem)
+                self.display.candidate(result)
+                results.append(result)
         return results
 
     def _with_verify_slots(self, start: TaskResult, facts: DeviceFacts) -> SearchConfig:

@@ -449,3 +449,38 @@ def test_a_resume_removes_the_temporary_files_a_killed_driver_left(tmp_path) -> 
     assert trace.remove_partial_writes() == [left]
     assert not left.exists() and (folder / "strategy.json").read_text() == "{}"
     assert all(path.exists() for path in kept)
+
+
+def test_the_seeds_beside_the_start_are_shown_in_order_as_they_come_and_bounded_in_time(tmp_path) -> None:
+    """A level-2 problem's seeds were measured for 325 s with nothing shown, and the task timeout (15
+    minutes) would have held the start past the run's limit: each seed is shown once those before it are
+    in, and the seeds get SEED_MEASURE_TIMEOUT_S, not the task timeout."""
+    from beamsearch.compiler_seeds import SEED_MEASURE_TIMEOUT_S
+    from beamsearch.pool import failed
+    from beamsearch.records.schema import RunSpec
+    from beamsearch.records.state import BeamEntry, BeamState
+
+    spec = RunSpec(problem_path=str(tmp_path / "problem.py"), device="cuda", dtype="bf16", shapes="full")
+    start = BeamEntry(id="input", kernel=Kernel(source="x = 1\n", origin="input"), ranked_ms=1.0, round=0)
+    config = SearchConfig(problem="p", compiler_seed=True, task_timeout_s=900.0)
+    state = BeamState(config=config, problem="p", spec=spec, round=0, input=start, beam=[start])
+    arrived: list[str] = []
+    shown: list[tuple[str, int]] = []  # (id, how many results had arrived when it was shown)
+    asked: dict[str, float] = {}
+
+    def run(tasks, timeout_s, method, notify):
+        asked["timeout_s"] = timeout_s
+        by_id = {t.id: t for t in tasks}
+        for task_id in ["compiler-seed-b", "compiler-seed-a", "compiler-seed-c"]:  # not in the order given
+            arrived.append(task_id)
+            yield failed(by_id[task_id], "verification failed: not the reference's values")
+
+    display = SimpleNamespace(event=lambda kind, **data: None,
+                              candidate=lambda r: shown.append((r.task_id, len(arrived))))  # fmt: skip
+    pool = SimpleNamespace(workers=["w0"], run=run)
+    driver = Driver(state, pool, TraceWriter(tmp_path), display, "p", {})
+    seeds = [(f"compiler-seed-{x}", Kernel(source=f"x = '{x}'\n", origin="compiler")) for x in "abc"]
+    driver._add_compiler_seed(seeds)
+    assert asked["timeout_s"] == min(900.0, SEED_MEASURE_TIMEOUT_S) < 900.0
+    # a waits for itself (second in), b is shown right after it, c when it comes
+    assert shown == [("compiler-seed-a", 2), ("compiler-seed-b", 2), ("compiler-seed-c", 3)]
