@@ -201,3 +201,18 @@ def test_each_distinct_variants_seed_passes_verification(variant: str, tmp_path:
     spec = RunSpec(problem_path=str(DATA / "cross_entropy_problem.py"), shapes="small", device="cpu", dtype="bf16")
     verdict = verify_kernel(spec, str(path))
     assert verdict.passed, f"{verdict.status}: {verdict.reason}\n{verdict.traceback[-2000:]}"
+
+
+def test_a_kernel_max_autotune_only_benchmarked_never_hides_the_config_the_output_code_ran() -> None:
+    """On an H200, 45 Gemm+Sigmoid+LogSumExp's recordings said 'no recorded config' for its reduction under 8 of
+    10 variants: a module max-autotune loaded to benchmark an epilogue fusion has a kernel of the same name
+    that never ran (no config), loaded after the output code's own."""
+    from workers.harness.record_inductor import settled_configs
+
+    ran = {"config": {"XBLOCK": 8, "num_warps": 8, "num_stages": 1}, "candidates": 1}
+    never_ran = {"config": None, "candidates": 1}
+    assert settled_configs([(True, "k", ran), (False, "k", never_ran)])["k"] is ran
+    assert settled_configs([(False, "k", ran), (False, "k", never_ran)])["k"] is ran  # the output code not found
+    benchmarked = {"config": {"XBLOCK": 64, "num_warps": 4, "num_stages": 1}, "candidates": 1}
+    assert settled_configs([(False, "k", benchmarked), (True, "k", ran), (False, "k", benchmarked)])["k"] is ran
+    assert settled_configs([(False, "k", never_ran), (False, "j", ran)]) == {"k": never_ran, "j": ran}

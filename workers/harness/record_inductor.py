@@ -30,6 +30,7 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -89,7 +90,7 @@ def main() -> None:
     (dest / "best_configs.json").write_text(json.dumps(best, indent=1))
     if len(graph_args) == 1:  # one graph, as the seed needs; several (a graph break) make it unavailable
         (dest / "graph_args.json").write_text(json.dumps(graph_args[0]) + "\n")
-    chosen = chosen_configs()
+    chosen = chosen_configs(codes)
     (dest / "chosen_configs.json").write_text(json.dumps(chosen, indent=1))
     picked = multi_kernel_choices()
     if picked:
@@ -140,24 +141,46 @@ def triton_choices_only(inductor_config: Any) -> None:
         inductor_config.triton.enable_persistent_tma_matmul = True
 
 
-def chosen_configs() -> dict[str, dict]:
+def chosen_configs(codes: Sequence[str] = ()) -> dict[str, dict]:
     """Every Triton kernel of the loaded output code: the config its autotuner settled on (its one
-    launcher after autotuning) and the kernel's source."""
+    launcher after autotuning) and the kernel's source. ``codes``: the output code's own modules' sources."""
     from torch._inductor.codecache import PyCodeCache
     from torch._inductor.runtime.triton_heuristics import CachingAutotuner
 
-    out = {}
+    found = []
     for module in list(PyCodeCache.modules):
+        own = _source_of(module) in codes
         for name, value in vars(module).items():
             if not isinstance(value, CachingAutotuner):
                 continue
             launchers = getattr(value, "launchers", None) or []
             config = launchers[0].config if len(launchers) == 1 else None
-            out[name] = {"config": None if config is None else {**config.kwargs, "num_warps": config.num_warps,
-                                                                 "num_stages": config.num_stages},
-                         "candidates": len(getattr(value, "configs", []) or []),
-                         "source": getattr(value.fn, "src", None) if hasattr(value, "fn") else None}  # fmt: skip
+            found.append((own, name, {"config": None if config is None else {**config.kwargs, "num_warps": config.num_warps,
+                                                                             "num_stages": config.num_stages},
+                                      "candidates": len(getattr(value, "configs", []) or []),
+                                      "source": getattr(value.fn, "src", None) if hasattr(value, "fn") else None}))  # fmt: skip
+    return settled_configs(found)
+
+
+def settled_configs(found: list[tuple[bool, str, dict]]) -> dict[str, dict]:
+    """One entry per kernel name from (in the output code's own module, name, entry), in load order.
+    max-autotune also loads modules it only benchmarks (a GEMM's epilogue fusions), whose kernels share
+    names with the output code's and never ran, so have no config: the output code's own entry wins,
+    then any with a config, then the last."""
+    out: dict[str, dict] = {}
+    rank: dict[str, tuple[bool, bool]] = {}
+    for own, name, entry in found:
+        this = (own, entry.get("config") is not None)
+        if name not in rank or this >= rank[name]:
+            out[name], rank[name] = entry, this
     return out
+
+
+def _source_of(module: Any) -> str | None:
+    try:
+        return Path(module.__file__).read_text()
+    except (AttributeError, OSError, TypeError):
+        return None
 
 
 def multi_kernel_choices() -> dict[str, dict[str, object]]:
