@@ -294,7 +294,8 @@ def _start(d: dict) -> str:
 
 def _baseline(d: dict) -> str:
     if d.get("median_ms") is not None:
-        return f"baseline {d.get('label')}: {_ms(d['median_ms'])}"
+        library = f" (a vendor library's: {', '.join(d['library_ops'])})" if d.get("library_ops") else ""
+        return f"baseline {d.get('label')}: {_ms(d['median_ms'])}{library}"
     return f"baseline {d.get('label')}: not timed ({d.get('status')}: {d.get('reason')})"
 
 

@@ -114,7 +114,8 @@ class Driver:
         config = self._with_verify_slots(result, facts).model_copy(update={"compiler_seed": seeded})
         baselines = baselines_answer()
         for b in baselines:
-            self.display.event("baseline", label=b.label, median_ms=b.median_ms, status=b.status, reason=b.reason)
+            self.display.event("baseline", label=b.label, median_ms=b.median_ms, status=b.status, reason=b.reason,
+                               library_ops=b.library_ops)  # fmt: skip
         entry = entry_of(result)
         history = [a for a in [attempt_of(result)] if a is not None]  # so no proposer offers the input again
         self.state = state.model_copy(update={"beam": [entry], "input": entry, "baselines": baselines, "floor": floor,

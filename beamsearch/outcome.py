@@ -62,6 +62,10 @@ def loss_reason(best: BeamEntry | None, seed: SeedOutcome | None, state: BeamSta
     """Why a result is slower than the best baseline, as far as the run knows: what kept the compiler seed
     (max-autotune's own kernels) out, and what the search found or could not find."""
     reasons = []
+    bar = best_baseline(state.baselines, state.spec.device)
+    if bar is not None and bar.library_ops:
+        reasons.append(f"the best baseline ({bar.label}) runs {', '.join(bar.library_ops)}: a vendor library's "
+                       "kernel, where this search's kernels are all Triton")  # fmt: skip
     if seed is not None and seed.status == "unavailable":
         reasons.append(_seed_unavailable_why(seed.reason))
     elif seed is not None and seed.status == "left out":

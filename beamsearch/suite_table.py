@@ -41,6 +41,7 @@ def summary_fields(summary: dict[str, Any]) -> dict[str, Any]:
         fastest = min((r for r in ratios if r.ms is not None), key=lambda r: r.ms or 0.0, default=None)
         bar = fastest.label if fastest else None
     bar_ms = next((r.ms for r in ratios if r.label == bar), None)
+    library = next((b.get("library_ops") for b in baselines if b["label"] == bar), None)
     floor = summary.get("floor")
     floor_ms = _number(floor.get("floor_ms")) if isinstance(floor, dict) else None
     candidates = summary.get("candidates")
@@ -49,6 +50,7 @@ def summary_fields(summary: dict[str, Any]) -> dict[str, Any]:
         "best_ms": best_ms,
         "best_baseline": bar if isinstance(bar, str) else None,
         "best_baseline_ms": bar_ms,
+        "best_baseline_library": [str(op) for op in library] if isinstance(library, list) else [],
         "speedup_vs_best_baseline": _number(summary.get("speedup_vs_best_baseline"))
         or ratio(bar_ms, best_ms),
         "baselines": ratios,
@@ -120,7 +122,8 @@ def markdown(table: SuiteTable) -> str:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in table.rows:
         by_label = {b.label: b.ratio for b in r.baselines}
-        bar = f"{_ms(r.best_baseline_ms)} ({r.best_baseline})" if r.best_baseline else ""
+        library = f"; {', '.join(r.best_baseline_library)}" if r.best_baseline_library else ""
+        bar = f"{_ms(r.best_baseline_ms)} ({r.best_baseline}{library})" if r.best_baseline else ""
         status = r.status + (" (earlier)" if r.earlier else " (resumed)" if r.resumed else "")
         cells = ([r.problem, status, _ms(r.best_ms), bar, _x(r.speedup_vs_best_baseline)]
                  + [_x(by_label.get(label)) for label in labels] + [_x(r.speedup_vs_input)]

@@ -234,6 +234,17 @@ def test_a_row_from_real_summaries() -> None:
     assert empty.status == "no_result" and empty.best_ms is None and empty.reason
 
 
+def test_a_row_names_the_vendor_library_its_best_baseline_runs() -> None:
+    summary = {"best_ms": 0.6257, "best_baseline": "compile", "spec": {"device": "cuda"},
+               "baselines": [{"label": "compile", "median_ms": 0.5955, "library_ops": ["addmm (cuBLAS)"]},
+                             {"label": "compile-max-autotune", "median_ms": 0.6013, "library_ops": None}]}  # fmt: skip
+    row = finished_row("45", Path("x"), summary)
+    assert row.best_baseline_library == ["addmm (cuBLAS)"]
+    assert "| 0.5955 (compile; addmm (cuBLAS)) | 0.952x |" in markdown(build_table([row], suite_wall_s=1.0, places=["gpu 0"]))
+    older = finished_row("45", Path("x"), {**summary, "baselines": [{"label": "compile", "median_ms": 0.5955}]})
+    assert older.best_baseline_library == []
+
+
 @pytest.fixture
 def fake_gpu_ray(monkeypatch: pytest.MonkeyPatch):
     """A local Ray on this CPU machine that says it has two GPUs, whose workers have RAY_ADDRESS set (as

@@ -150,6 +150,8 @@ class TimingResult(Record):
                                       "start: where the time went")
     retried_alone_after: str = Field("", description="a search's timing taken again with the GPU to itself: the "
                                      "first try's status and reason (out of memory, or a check other jobs can fail)")
+    library_ops: list[str] | None = Field(None, description="a PyTorch baseline's operators that run a vendor "
+                                          "library (``addmm (cuBLAS)``); None: not a baseline, or unknown")
 
     @property
     def ranked_ms(self) -> float | None:

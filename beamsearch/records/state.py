@@ -185,6 +185,8 @@ class Baseline(Record):
     median_ms: float | None
     status: TimingStatus = Field(description="the timing's status: only ``ok`` has a time")
     reason: str = ""
+    library_ops: list[str] | None = Field(None, description="its operators that run a vendor library, as "
+                                          "``addmm (cuBLAS)`` (workers.harness.library_ops); None: unknown")
 
 
 class RoundRecord(Record):

@@ -44,6 +44,8 @@ class SuiteRow(Record):
     best_ms: float | None = None
     best_baseline: str | None = Field(None, description="the fastest PyTorch baseline's label (GPU runs)")
     best_baseline_ms: float | None = None
+    best_baseline_library: list[str] = Field([], description="its operators that run a vendor library "
+                                             "(``addmm (cuBLAS)``): a bar no Triton seed holds")  # fmt: skip
     speedup_vs_best_baseline: float | None = None
     baselines: list[BaselineRatio] = []
     pct_of_floor: float | None = Field(

@@ -383,7 +383,8 @@ def time_baselines(spec: RunSpec, targets: list[str]) -> list[Baseline]:
     for target in targets:
         result = time_target(spec, target)
         ms = result.ranked_ms
-        out.append(Baseline(label=target, target=target, median_ms=ms, status=result.status, reason=result.reason))
+        out.append(Baseline(label=target, target=target, median_ms=ms, status=result.status, reason=result.reason,
+                            library_ops=result.library_ops))  # fmt: skip
     return out
 
 

@@ -38,6 +38,7 @@ from workers.harness.clock import measure
 from workers.harness.compare import warm_up_on_gpu
 from workers.harness.gpu_lock import gpu_in_use, gpu_lock
 from workers.harness.kernel_runner import KernelProcess
+from workers.harness.library_ops import library_ops_of
 from workers.harness.problem_instance import ProblemInstance, instantiate, load_problem_module, select_device
 from workers.harness.runner_messages import CallReply
 from workers.harness.steps import Steps
@@ -149,6 +150,9 @@ def _time_built_in(req: TimingRequest, alone: contextlib.ExitStack) -> TimingRes
                 torch.cuda.synchronize()
             first_call_s = time.perf_counter() - first
             steps.end("first_call")
+            # one more call, before the lock: which of its work is a vendor library's (named by CUDA's libraries)
+            library = library_ops_of(fn) if spec.device.startswith("cuda") else None
+            steps.end("library_ops")
             nudger = InputNudger(instance.inputs)  # as for kernels: the same work between repetitions
             with contextlib.nullcontext(0.0) if req.exclusive else gpu_lock(spec.device, req.lock_dir) as waited:
                 waited_s += waited
@@ -162,7 +166,7 @@ def _time_built_in(req: TimingRequest, alone: contextlib.ExitStack) -> TimingRes
                             duration_s=time.perf_counter() - start, traceback=traceback.format_exc(),
                             steps_s=steps.ended)  # fmt: skip
     return TimingResult(target=req.target, status="ok", timing=timing, lock_wait_s=waited_s, first_call_s=first_call_s,
-                        duration_s=time.perf_counter() - start, steps_s=steps.ended)  # fmt: skip
+                        duration_s=time.perf_counter() - start, steps_s=steps.ended, library_ops=library)  # fmt: skip
 
 
 if __name__ == "__main__":
