@@ -74,9 +74,9 @@ def loss_reason(best: BeamEntry | None, seed: SeedOutcome | None, state: BeamSta
         reasons.append(f"the compiler seed failed ({seed.status}: {seed.reason[:200]})")
     if best is None:
         pass
-    elif best.id == "input":
+    elif best.id == "input" and best.kernel.origin != "compiler":  # with no input kernel the seed is the start
         reasons.append("no candidate beat the input kernel")
-    elif best.id.startswith(COMPILER_SEED_ID) or (_searched_from(best, state) or "").startswith(COMPILER_SEED_ID):
+    elif best.id == "input" or best.id.startswith(COMPILER_SEED_ID) or (_searched_from(best, state) or "").startswith(COMPILER_SEED_ID):
         reasons.append("the knob search tied the compiler seed: no configuration of max-autotune's own kernels, "
                        "run standalone, beat them")  # fmt: skip
     elif not state.config.proposing:

@@ -315,6 +315,11 @@ def test_a_loss_to_a_baseline_that_runs_a_vendor_library_names_its_operators_fir
         "the best baseline (compile) runs addmm (cuBLAS): a vendor library's kernel, where this search's kernels are "
         "all Triton; the knob search tied the compiler seed: no configuration of max-autotune's own kernels, run "
         "standalone, beat them")  # fmt: skip
+    # a problem with no input kernel starts from the seed, whose id is then "input"
+    started = best.model_copy(update={"id": "input"})
+    assert loss_reason(started, SeedOutcome("in the beam"), state).endswith("the knob search tied the compiler seed: "
+                                                                             "no configuration of max-autotune's own "
+                                                                             "kernels, run standalone, beat them")  # fmt: skip
     unknown = state.model_copy(update={"baselines": [b.model_copy(update={"library_ops": None}) for b in baselines]})
     assert loss_reason(best, SeedOutcome("in the beam"), unknown).startswith("the knob search tied")
 
