@@ -31,6 +31,10 @@ PORTFOLIO_START_BY_S = 120.0
 # had held a run's start past its whole time limit.
 SEED_MEASURE_TIMEOUT_S = 240.0
 
+# A seed this many times slower than the fastest start takes no beam place: a knob search moves a kernel by tens of
+# percent, and a Triton convolution template at 40 ms beside a 1.4 ms input took half of a search's candidates.
+START_KEEP_RATIO = 3.0
+
 Notify = Callable[..., None]  # notify(kind, **data): the run's display's event
 
 
@@ -93,13 +97,29 @@ def passed_seeds(measured: list[TaskResult], notify: Notify) -> list[TaskResult]
     return [r for r in measured if entry_of(r) is not None]
 
 
+def within_reach(passed: list[TaskResult], beam: list[BeamEntry]) -> list[TaskResult]:
+    """The measured seeds no more than START_KEEP_RATIO times slower than the fastest start (the beam's
+    kernels and the seeds): those a knob search of theirs could bring level."""
+    fastest = _fastest(passed, beam)
+    return [r for r in passed if fastest is None or (r.ranked_ms or 0.0) <= START_KEEP_RATIO * fastest]
+
+
 def report_kept(passed: list[TaskResult], beam: list[BeamEntry], notify: Notify) -> None:
-    """Each passed seed's event: in the beam, or not kept."""
+    """Each passed seed's event: in the beam, or not kept (how much slower than the fastest start)."""
     kept = {e.id for e in beam}
+    fastest = _fastest(passed, beam)
     # one in the beam last: the run's summary reads the last event
     for result in sorted(passed, key=lambda r: r.task_id in kept):
-        notify("compiler_seed", status="in the beam" if result.task_id in kept else SEED_NOT_KEPT,
-               seed=result.task_id, median_ms=result.ranked_ms)  # fmt: skip
+        if result.task_id in kept:
+            notify("compiler_seed", status="in the beam", seed=result.task_id, median_ms=result.ranked_ms)
+            continue
+        slower = f"{result.ranked_ms / fastest:.2f}x the fastest start's time" if fastest and result.ranked_ms else ""
+        notify("compiler_seed", status=SEED_NOT_KEPT, seed=result.task_id, median_ms=result.ranked_ms, reason=slower)
+
+
+def _fastest(passed: list[TaskResult], beam: list[BeamEntry]) -> float | None:
+    times = [e.ranked_ms for e in beam if e.ranked_ms] + [r.ranked_ms for r in passed if r.ranked_ms]
+    return min(times, default=None)
 
 
 def _seed_id(variant: str) -> str:

@@ -35,7 +35,13 @@ from beamsearch.beam import (
     select_beam,
 )
 from beamsearch.beam_profiles import BeamProfiles, with_profiles
-from beamsearch.compiler_seeds import SEED_MEASURE_TIMEOUT_S, passed_seeds, report_kept, seed_kernels
+from beamsearch.compiler_seeds import (
+    SEED_MEASURE_TIMEOUT_S,
+    passed_seeds,
+    report_kept,
+    seed_kernels,
+    within_reach,
+)
 from beamsearch.display import Display
 from beamsearch.handback import Handback, proposed_kernel, task_of
 from beamsearch.model_shares import ModelRotation
@@ -156,7 +162,7 @@ class Driver:
         if not passed:
             return
         history = [*state.history, *[a for r in passed if (a := attempt_of(r)) is not None]]
-        beam = select_beam(state.beam, passed, config.beam_width)
+        beam = select_beam(state.beam, within_reach(passed, state.beam), config.beam_width)
         report_kept(passed, beam, self.display.event)
         self.state = state.model_copy(update={"beam": beam, "seen": seen, "fastest_compiled": fastest, "history": history})
         self._save()

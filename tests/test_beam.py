@@ -183,3 +183,23 @@ def test_a_state_saved_before_ranked_ms_had_its_name_still_resumes() -> None:
     assert '"median_ms":1.0' in old.replace(" ", "") and '"ranked_ms"' not in old
     loaded = BeamState.model_validate_json(old)
     assert loaded == state and [e.ranked_ms for e in loaded.beam] == [1.0, 2.0] and loaded.input.ranked_ms == 3.0
+
+
+def test_a_seed_far_slower_than_the_fastest_start_takes_no_beam_place_and_says_how_much() -> None:
+    """82 conv depthwise on an H200: a Triton convolution template seed at 40.3 ms joined the beam beside the
+    1.41 ms input and took half of the search's candidates."""
+    from beamsearch.compiler_seeds import START_KEEP_RATIO, report_kept, within_reach
+
+    start = [_entry("input", 1.41, SOURCE, round_=0)]
+    template = _result("compiler-seed-multi_kernel", 40.3, SOURCE + "\nTEMPLATE = 1\n")
+    near = _result("compiler-seed-nd_tiling", 1.41 * START_KEEP_RATIO, SOURCE + "\nND = 1\n")
+    assert [r.task_id for r in within_reach([template, near], start)] == ["compiler-seed-nd_tiling"]
+    beam = select_beam(start, within_reach([template, near], start), width=4)
+    assert [e.id for e in beam] == ["input", "compiler-seed-nd_tiling"]
+    events: list[dict] = []
+    report_kept([template, near], beam, lambda kind, **data: events.append(data))
+    assert events[0]["seed"] == "compiler-seed-multi_kernel" and events[0]["reason"] == "28.58x the fastest start's time"
+    assert events[-1] == {"status": "in the beam", "seed": "compiler-seed-nd_tiling", "median_ms": near.ranked_ms}
+    # a seed that is the fastest start brings the bar down for the others: the slow input stays (it is the beam's)
+    fast = _result("compiler-seed", 0.2, SOURCE + "\nFAST = 1\n")
+    assert [r.task_id for r in within_reach([fast, near], start)] == ["compiler-seed"]
