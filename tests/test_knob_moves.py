@@ -368,3 +368,30 @@ def test_fast_math_that_fails_is_ruled_out_after_two_strikes() -> None:
     for p in (start | fast, start | {"logs_kernel:BLOCK": 128} | fast):
         other.observe(p, None, "compile_failed: out of resource: shared memory")
     assert any(p["logs_kernel:math"] == 1 for p in other.suggest(40))
+
+
+def test_a_move_that_fails_to_compile_everywhere_is_ruled_out_and_a_combination_that_fails_is_not() -> None:
+    """Session 35 noticed it: only fast math was blamed, so a move beyond the launch knobs that no compiler
+    takes (a loop option Triton crashes on) was tried until the budget ended."""
+    space = space_of(LOOPED, moves=True, shared_bytes=H200_SHARED)
+    start, crash = space.start(), "compile_failed: PTXASError: Internal Triton PTX codegen error"
+    wider = {"scale_kernel:BLOCK_C": 32}
+
+    def tried(searcher: Searcher, knob: str, value: int) -> bool:
+        return any(p[knob] == value for p in searcher.suggest(300))
+
+    searcher = Searcher(space, seed=0, budget=400)
+    searcher.observe(start, 1.0)
+    searcher.observe(start | wider, 1.1)
+    searcher.observe(start | {"scale_kernel:loop1_stages": 3}, None, crash)
+    assert tried(searcher, "scale_kernel:loop1_stages", 3)  # one strike: still tried
+    searcher.observe(start | wider | {"scale_kernel:loop1_stages": 3}, None, crash)
+    assert not tried(searcher, "scale_kernel:loop1_stages", 3)
+    # a value that failed beside a block size but ran elsewhere stays: the combination failed, not the value
+    other = Searcher(space, seed=0, budget=400)
+    other.observe(start, 1.0)
+    other.observe(start | wider, 1.1)
+    other.observe(start | {"scale_kernel:unroll": 2}, None, crash)
+    other.observe(start | wider | {"scale_kernel:unroll": 2}, None, crash)
+    other.observe(start | {"scale_kernel:BLOCK_R": 16, "scale_kernel:unroll": 2}, 0.9)
+    assert tried(other, "scale_kernel:unroll", 2)

@@ -40,7 +40,7 @@ from collections.abc import Iterator, Sequence
 
 from beamsearch.records.search import KnobSpace, Observation, SearcherState, Strategy
 from workers.proposers.knob_space import over_limits
-from workers.proposers.tuner import MOVES
+from workers.proposers.tuner import LAUNCH_KINDS, MOVES
 
 DEFAULT_BUDGET = 100  # without a budget, spaces up to this many points are searched exhaustively
 TPE_STARTUP = 8  # observations before TPE models (fewer than Optuna's 10: the first points are informed)
@@ -179,18 +179,20 @@ class Searcher:
             return
         if o.time_ms is not None:
             self._wrong_values.correct(index)
-        elif o.failure and (is_wrong_output(o.failure) or self._approximation_failed(index, o.failure)):
+        elif o.failure and (is_wrong_output(o.failure) or self._move_failed(index, o.failure)):
             if index == self._wrong_values.start:  # the root's own point went wrong: trust no value
                 self._learn_wrong_values()
             else:
                 self._wrong_values.wrong(index)
 
-    def _approximation_failed(self, index: Index, failure: str) -> bool:
-        """Whether a point with fast math (a ``math`` knob off its start) failed other than for a resource or
-        its grid: a library without the function, or values past the tolerance, fail every point that holds
-        it, so its value is blamed as an unwritten output's is (``_WrongValues``)."""
+    def _move_failed(self, index: Index, failure: str) -> bool:
+        """Whether a point with a move beyond the launch knobs off its start (fast math, a loads hint, a loop's
+        stages, unrolling, a register cap) failed other than for a resource or its grid: a library without
+        the function, values past the tolerance, a hint this Triton refuses or a loop option its compiler
+        crashes on fail every point that holds the value, so it is blamed as an unwritten output's is
+        (``_WrongValues``: ruled out only where it failed on the start alone too and no correct point holds it)."""
         return not (is_resource_failure(failure) or is_grid_failure(failure)) and any(
-            kind == "math" and v != s for kind, v, s in zip(self._kinds, index, self._wrong_values.start, strict=True))
+            kind not in LAUNCH_KINDS and v != s for kind, v, s in zip(self._kinds, index, self._wrong_values.start, strict=True))
 
     def same_code(self, a: dict[str, int], b: dict[str, int]) -> None:
         """Learn that points ``a`` and ``b`` compiled to the same code. Where they differ only in one
