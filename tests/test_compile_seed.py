@@ -20,7 +20,7 @@ import torch
 
 from beamsearch.records.problems import resolve_problem
 from beamsearch.records.schema import RunSpec
-from tests.conftest import small_seed as _small_seed
+from tests.conftest import small_seed
 from workers.harness.verify import verify_kernel
 from workers.proposers.compile_seed import seed_from_inductor, seed_from_recording
 from workers.proposers.inductor_code import parse_output_code
@@ -198,7 +198,7 @@ def test_a_block_that_does_not_divide_an_unmasked_axis_is_refused(tmp_path: Path
         module._grid({"XBLOCK": 8192}, axes, axes)
     reduction = seed_from_recording(DATA / "inductor" / "24_LogSoftmax").source  # its r0 axis too
     assert "[(393216, 'R0_BLOCK'), (4096, 'XBLOCK')]" in reduction
-    masked = _small_seed("26_GELU_", 64, tmp_path)  # 3000 elements: masked, any block goes
+    masked = small_seed("26_GELU_", 64, tmp_path)  # 3000 elements: masked, any block goes
     assert "_grid(meta, [(3000, 'XBLOCK')], [])" in masked
 
 
@@ -228,7 +228,7 @@ def _verify(name: str, source: str, folder: Path, dtype: str = "bf16") -> None:
     ],
 )
 def test_small_seed_passes_verification(name: str, block: int | dict[str, int], tmp_path: Path) -> None:
-    _verify(name, _small_seed(name, block, tmp_path), tmp_path)
+    _verify(name, small_seed(name, block, tmp_path), tmp_path)
 
 
 def _small_module(name: str, source: str, folder: Path) -> object:
@@ -244,7 +244,7 @@ def test_a_cooperative_reduction_is_one_launch_of_rsplit_programs_a_row(tmp_path
     """Inductor's split of one long reduction across programs that combine their partials after a grid
     barrier (``triton.cooperative_reductions``): the seed launches it cooperatively, RSPLIT programs first,
     and RSPLIT is a knob only through the divisors of its recorded value (the workspace holds that many)."""
-    source = _small_seed("mse_loss_problem", {"XBLOCK": 1, "RSPLIT": 8}, tmp_path)
+    source = small_seed("mse_loss_problem", {"XBLOCK": 1, "RSPLIT": 8}, tmp_path)
     assert "_cooperative_grid(meta, [(1, 'XBLOCK')], [(8, 'RSPLIT'), (1, 'XBLOCK')])" in source
     assert "RSPLIT=8, num_warps=4, launch_cooperative_grid=True)" in source
     dims = {d.name.split(":")[1]: d.values for d in space_of(source).dims}
@@ -274,7 +274,7 @@ def test_a_cooperative_seed_passes_verification_and_more_programs_say_why_not_he
 ) -> None:
     """The interpreter runs one program at a time, so it checks the seed at RSPLIT=1 (no barrier); the
     recorded RSPLIT=4 is a reason there, not a hang."""
-    source = _small_seed(recording, config, tmp_path)
+    source = small_seed(recording, config, tmp_path)
     spec = RunSpec(problem_path=str(DATA / "mse_loss_problem.py"), shapes="small", device="cpu", dtype="bf16")
     path = tmp_path / "one.py"
     path.write_text(source.replace("RSPLIT=4,", "RSPLIT=1,"))
@@ -293,7 +293,7 @@ def test_a_cooperative_seed_passes_verification_on_gpu(recording: str, rsplit: i
     """Where the grid barrier really waits: every program's partial must be in the workspace before any
     combines them."""
     extra = {"R0_BLOCK": 16} if recording.endswith("_looped") else {}
-    source = _small_seed(recording, {"XBLOCK": 1, "RSPLIT": rsplit, **extra}, tmp_path)
+    source = small_seed(recording, {"XBLOCK": 1, "RSPLIT": rsplit, **extra}, tmp_path)
     path = tmp_path / "seed.py"
     path.write_text(source)
     spec = RunSpec(problem_path=str(DATA / "mse_loss_problem.py"), shapes="small", device="cuda", dtype="bf16")
@@ -304,7 +304,7 @@ def test_a_cooperative_seed_passes_verification_on_gpu(recording: str, rsplit: i
 def test_a_baked_number_is_taken_where_the_problem_passes_it_and_checked(tmp_path: Path) -> None:
     """No graph argument takes the number (Dynamo wrote 2.5 into the kernel): kernel_function still takes it
     first, as the problem passes it, and refuses another value rather than compute with the recorded one."""
-    source = _small_seed("number_input_problem", 64, tmp_path)
+    source = small_seed("number_input_problem", 64, tmp_path)
     assert "def kernel_function(input0, input1):" in source
     path = tmp_path / "number_seed.py"
     path.write_text(source)
@@ -364,7 +364,7 @@ def test_an_argument_that_is_neither_input_nor_model_value_is_refused(tmp_path: 
 
 def test_the_seed_knobs_are_live(tmp_path: Path) -> None:
     """The tuner's rewrite at another point still verifies: the grid follows XBLOCK, not a baked count."""
-    source = _small_seed("26_GELU_", 64, tmp_path)
+    source = small_seed("26_GELU_", 64, tmp_path)
     space = space_of(source)
     assert {d.name for d in space.dims} == {
         "triton_poi_fused_gelu_0:XBLOCK",
@@ -489,7 +489,7 @@ def test_an_addmm_template_takes_the_bias_and_relu_and_the_model_values(tmp_path
 def test_a_convolution_template_is_a_seed_whose_tiles_are_knobs(tmp_path: Path) -> None:
     """Inductor's convolution template (its grid: output pixels by BLOCK_M, output channels by BLOCK_N) gets
     its tiles as knobs, the grid following them; masked along every axis, it verifies at moved tiles."""
-    source = _small_seed("conv2d_problem", 16, tmp_path)
+    source = small_seed("conv2d_problem", 16, tmp_path)
     name = "triton_tem_fused_convolution_2"
     assert f"{name}[lambda meta: (triton.cdiv(512, meta['BLOCK_M']), triton.cdiv(32, meta['BLOCK_N']), 1)]" in source
     space = space_of(source)

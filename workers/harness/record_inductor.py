@@ -167,13 +167,12 @@ def settled_configs(found: list[tuple[bool, str, dict]]) -> dict[str, dict]:
     max-autotune also loads modules it only benchmarks (a GEMM's epilogue fusions), whose kernels share
     names with the output code's and never ran, so have no config: the output code's own entry wins,
     then any with a config, then the last."""
-    out: dict[str, dict] = {}
-    rank: dict[str, tuple[bool, bool]] = {}
+    best: dict[str, tuple[tuple[bool, bool], dict]] = {}
     for own, name, entry in found:
-        this = (own, entry.get("config") is not None)
-        if name not in rank or this >= rank[name]:
-            out[name], rank[name] = entry, this
-    return out
+        rank = (own, entry.get("config") is not None)
+        if name not in best or rank >= best[name][0]:
+            best[name] = rank, entry
+    return {name: entry for name, (_, entry) in best.items()}
 
 
 def _source_of(module: Any) -> str | None:

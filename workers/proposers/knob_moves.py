@@ -37,8 +37,8 @@ MAXNREG = [0, 64, 96, 128]  # registers a thread may take; 0: no cap (ptxas's ch
 # ``tanh.approx`` (CUDA's libdevice has no fast tanh), and for erf (GELU's) Abramowitz and Stegun's 7.1.26,
 # one fast exp and one division; log1p and expm1 (softplus's, ELU's) as the fast log of 1 + x and the fast
 # exp less 1. Errors of a few ulp, growing with the argument for exp; tanh's relative error is about 2^-11,
-# erf's absolute error below 1.5e-7, log1p's and expm1's about 1e-7 absolute (relative, large near 0). tl.exp is approximate already; tl.log, tl.log2,
-# tl.erf and libdevice's exp are not.
+# erf's absolute error below 1.5e-7, log1p's and expm1's about 1e-7 absolute (relative, large near 0).
+# tl.exp is approximate already; tl.log, tl.log2, tl.erf and libdevice's exp are not.
 MATH = [0, 1]
 FAST_MATH = {"log": "fast_logf", "log2": "fast_log2f", "log10": "fast_log10f", "exp": "fast_expf",
              "exp10": "fast_exp10f", "tanh": "fast_tanhf", "erf": "fast_erff", "log1p": "fast_log1pf",
